@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// kcnn_perf: Google Benchmark timings of kcnn's convolution algorithms.
+//
+//   kcnn_perf [--batch B] [--shape N,C,H,W,M,R,S,stride,pad[,dilation][,nhwc]]...
+//             [Google Benchmark flags, e.g. --benchmark_filter=lenet --benchmark_out=f.json]
+//
+// Suites: the seed project's LeNet-5 layers (C1: B,1,86,86 -> 4, 7x7; C3: B,4,40,40 -> 16,
+// 7x7) at batch 10,000 on device builds and 1,000 on host builds (--batch overrides), plus
+// every --shape given. Each run fences the execution space; the time is wall clock
+// around launch + fence, inputs are random (never zeros), one warm-up run is excluded.
+#include <benchmark/benchmark.h>
+
+#include <Kokkos_Core.hpp>
+#include <Kokkos_Random.hpp>
+#include <kcnn/kcnn.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Space = Kokkos::DefaultExecutionSpace;
+constexpr bool kDeviceBuild = !std::is_same_v<Space::memory_space, Kokkos::HostSpace>;
+
+struct Shape {
+  std::string name;
+  int N, C, H, W, M, R, S, stride = 1, pad = 0, dilation = 1;
+  kcnn::Layout layout = kcnn::Layout::NCHW;
+
+  int out(int in, int k) const { return (in + 2 * pad - dilation * (k - 1) - 1) / stride + 1; }
+  std::string describe() const {
+    std::ostringstream s;
+    s << N << "x" << C << "x" << H << "x" << W << " M=" << M << " " << R << "x" << S << " s"
+      << stride << " p" << pad << " d" << dilation << " " << kcnn::to_string(layout);
+    return s.str();
+  }
+};
+
+/// Parses N,C,H,W,M,R,S,stride,pad[,dilation][,nhwc|nchw].
+Shape parse_shape(const std::string& text) {
+  Shape s{"custom", 0, 0, 0, 0, 0, 0, 0};
+  std::vector<std::string> fields;
+  std::stringstream in(text);
+  for (std::string f; std::getline(in, f, ',');)
+    fields.push_back(f);
+  if (fields.size() < 9 || fields.size() > 11)
+    throw std::invalid_argument("--shape wants N,C,H,W,M,R,S,stride,pad[,dilation][,nhwc], got '" +
+                                text + "'");
+  int* ints[] = {&s.N, &s.C, &s.H, &s.W, &s.M, &s.R, &s.S, &s.stride, &s.pad, &s.dilation};
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (fields[i] == "nhwc" || fields[i] == "nchw") {
+      if (i + 1 != fields.size()) throw std::invalid_argument("layout must come last in --shape");
+      s.layout = fields[i] == "nhwc" ? kcnn::Layout::NHWC : kcnn::Layout::NCHW;
+    } else if (i < 10) {
+      *ints[i] = std::stoi(fields[i]);
+    } else {
+      throw std::invalid_argument("11th --shape field must be nhwc or nchw, got '" + fields[i] +
+                                  "'");
+    }
+  }
+  s.name = "custom[" + text + "]";
+  return s;
+}
+
+void run_conv(benchmark::State& state, const Shape& sh, kcnn::ConvAlgo algo) {
+  using Tensor = Kokkos::View<float****, Kokkos::LayoutRight, Space::memory_space>;
+  const bool nhwc = sh.layout == kcnn::Layout::NHWC;
+  const int P = sh.out(sh.H, sh.R), Q = sh.out(sh.W, sh.S);
+  Tensor x = nhwc ? Tensor("x", sh.N, sh.H, sh.W, sh.C) : Tensor("x", sh.N, sh.C, sh.H, sh.W);
+  Tensor w = nhwc ? Tensor("w", sh.M, sh.R, sh.S, sh.C) : Tensor("w", sh.M, sh.C, sh.R, sh.S);
+  Tensor y = nhwc ? Tensor("y", sh.N, P, Q, sh.M) : Tensor("y", sh.N, sh.M, P, Q);
+  Kokkos::View<float*, Space::memory_space> bias("bias", sh.M);
+  Kokkos::Random_XorShift64_Pool<Space> pool(7);
+  Kokkos::fill_random(x, pool, -1.0f, 1.0f);
+  Kokkos::fill_random(w, pool, -1.0f, 1.0f);
+  Kokkos::fill_random(bias, pool, -1.0f, 1.0f);
+
+  kcnn::Conv2dParams params;
+  params.stride_h = params.stride_w = sh.stride;
+  params.pad_h = params.pad_w = sh.pad;
+  params.dilation_h = params.dilation_w = sh.dilation;
+  params.layout = sh.layout;
+  params.activation = kcnn::Activation::ReLU;
+  params.algo = algo;
+
+  const Space space;
+  try {
+    kcnn::conv2d_forward(space, x, w, bias, y, params);  // warm-up, and validation
+    space.fence();
+  } catch (const kcnn::Error& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    kcnn::conv2d_forward(space, x, w, bias, y, params);
+    space.fence();
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const double flops = 2.0 * sh.N * sh.M * P * Q * double(sh.C) * sh.R * sh.S;
+  const double bytes = sizeof(float) * (double(x.span()) + w.span() + bias.span() + y.span());
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(sh.describe());
+}
+
+void register_shape(const Shape& sh) {
+  for (kcnn::ConvAlgo algo : {kcnn::ConvAlgo::Reference}) {
+    const std::string name = "conv2d/" + sh.name + "/" + kcnn::to_string(algo);
+    benchmark::RegisterBenchmark(name.c_str(),
+                                 [sh, algo](benchmark::State& st) { run_conv(st, sh, algo); })
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(0.5);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  int batch = kDeviceBuild ? 10000 : 1000;
+  std::vector<Shape> custom;
+  // Our own flags first; the rest goes to Google Benchmark.
+  std::vector<char*> rest{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const char* flag) -> std::string {
+      const std::string f = flag;
+      if (a.rfind(f + "=", 0) == 0) return a.substr(f.size() + 1);
+      if (a == f && i + 1 < argc) return argv[++i];
+      return {};
+    };
+    if (a.rfind("--shape", 0) == 0) {
+      try {
+        custom.push_back(parse_shape(value("--shape")));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "kcnn_perf: %s\n", e.what());
+        return 2;
+      }
+    } else if (a.rfind("--batch", 0) == 0) {
+      batch = std::atoi(value("--batch").c_str());
+      if (batch < 1) {
+        std::fprintf(stderr, "kcnn_perf: --batch wants a positive integer\n");
+        return 2;
+      }
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  int rest_argc = static_cast<int>(rest.size());
+  benchmark::Initialize(&rest_argc, rest.data());
+
+  benchmark::AddCustomContext("kokkos_execution_space", Space::name());
+  benchmark::AddCustomContext("batch", std::to_string(batch));
+  // The seed project's LeNet-5 convolution layers.
+  register_shape({"lenet_c1", batch, 1, 86, 86, 4, 7, 7});
+  register_shape({"lenet_c3", batch, 4, 40, 40, 16, 7, 7});
+  for (const auto& sh : custom)
+    register_shape(sh);
+
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

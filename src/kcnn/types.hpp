@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file types.hpp
+/// \brief The vocabulary of kcnn: tensor layouts, activations, algorithms, convolution
+///        parameters and the exception every operation throws on invalid input.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace kcnn {
+
+/// Memory order of a 4-D activation tensor (and of the matching weight tensor).
+///  - NCHW: x is (N, C, H, W), w is (M, C, R, S), y is (N, M, P, Q).
+///  - NHWC: x is (N, H, W, C), w is (M, R, S, C), y is (N, P, Q, M).
+enum class Layout { NCHW, NHWC };
+
+/// Element-wise function applied to the convolution result (after the bias).
+enum class Activation { Identity, ReLU, Sigmoid, Tanh };
+
+/// Convolution algorithm. `Auto` lets kcnn choose from the problem's shape, layout and
+/// backend (currently: Reference, the only one implemented).
+enum class ConvAlgo { Auto, Reference, Tiled, Im2colGemm, ImplicitGemm };
+
+/// Geometry and options of a 2-D convolution. The output extents follow
+///   P = (H + 2*pad_h - dilation_h*(R-1) - 1) / stride_h + 1   (and Q likewise).
+struct Conv2dParams {
+  int stride_h = 1, stride_w = 1;
+  int pad_h = 0, pad_w = 0;  ///< zero padding on both sides
+  int dilation_h = 1, dilation_w = 1;
+  Layout layout = Layout::NCHW;
+  Activation activation = Activation::Identity;
+  ConvAlgo algo = ConvAlgo::Auto;
+};
+
+/// Thrown by every kcnn operation on invalid arguments, before any output is written.
+/// The message names the operation and the offending values.
+class Error : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+inline const char* to_string(Layout layout) {
+  switch (layout) {
+    case Layout::NCHW:
+      return "NCHW";
+    case Layout::NHWC:
+      return "NHWC";
+  }
+  return "unknown-layout";
+}
+
+inline const char* to_string(Activation activation) {
+  switch (activation) {
+    case Activation::Identity:
+      return "Identity";
+    case Activation::ReLU:
+      return "ReLU";
+    case Activation::Sigmoid:
+      return "Sigmoid";
+    case Activation::Tanh:
+      return "Tanh";
+  }
+  return "unknown-activation";
+}
+
+inline const char* to_string(ConvAlgo algo) {
+  switch (algo) {
+    case ConvAlgo::Auto:
+      return "Auto";
+    case ConvAlgo::Reference:
+      return "Reference";
+    case ConvAlgo::Tiled:
+      return "Tiled";
+    case ConvAlgo::Im2colGemm:
+      return "Im2colGemm";
+    case ConvAlgo::ImplicitGemm:
+      return "ImplicitGemm";
+  }
+  return "unknown-algo";
+}
+
+}  // namespace kcnn

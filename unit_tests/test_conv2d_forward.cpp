@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// conv2d_forward against the independent double-precision host convolution, on random
+// data with the output poisoned first, over shape families x layouts x algorithms x
+// backends, in float and double.
+#include "test_support.hpp"
+
+namespace kcnn_test {
+namespace {
+
+using kcnn::Activation;
+using kcnn::ConvAlgo;
+using kcnn::Layout;
+
+struct ForwardParam {
+  ConvCase c;
+  ConvAlgo algo;
+  Backend backend;
+};
+
+// Short names in test listings instead of gtest's byte dump.
+void PrintTo(const ForwardParam& p, std::ostream* os) {
+  *os << p.c.name;
+}
+
+std::string param_name(const ::testing::TestParamInfo<ForwardParam>& info) {
+  const auto& p = info.param;
+  return p.c.name + "_" + kcnn::to_string(p.c.layout) + "_" + kcnn::to_string(p.c.activation) +
+         (p.c.bias ? "_bias_" : "_nobias_") + kcnn::to_string(p.algo) + "_" +
+         backend_name(p.backend);
+}
+
+/// Shape families every algorithm must get right: batch 1, C = 1, prime extents,
+/// stride 2 and 3, padding (also larger than half the filter), dilation, 1x1 and 7x7
+/// filters, non-square filters/strides/inputs, a filter as large as the padded input,
+/// and the LeNet-5 layers.
+std::vector<ConvCase> shape_families() {
+  // name, N, C, H, W, M, R, S, stride h/w, pad h/w, dilation h/w
+  return {
+      {"batch1_c1", 1, 1, 5, 5, 1, 3, 3},
+      {"prime", 3, 5, 13, 11, 7, 3, 3},
+      {"stride2", 2, 3, 17, 19, 4, 3, 3, 2, 2},
+      {"stride3_pad2", 2, 2, 23, 20, 3, 5, 5, 3, 3, 2, 2},
+      {"pad1", 2, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1},
+      {"dilation2", 2, 3, 19, 17, 4, 3, 3, 1, 1, 0, 0, 2, 2},
+      {"stride2_pad2_dilation3", 1, 4, 21, 22, 3, 3, 3, 2, 2, 2, 2, 3, 3},
+      {"k1x1", 2, 16, 7, 5, 8, 1, 1},
+      {"k1x1_stride2", 2, 6, 9, 9, 5, 1, 1, 2, 2},
+      {"k7x7_pad3", 2, 3, 20, 18, 4, 7, 7, 1, 1, 3, 3},
+      {"nonsquare_filter", 2, 3, 11, 13, 2, 2, 5, 1, 1, 1, 0},
+      {"mixed_stride_pad_dilation", 2, 2, 15, 16, 3, 3, 3, 1, 2, 0, 1, 2, 1},
+      {"filter_fills_input", 3, 2, 5, 5, 3, 5, 5},
+      {"pad_larger_than_half_filter", 1, 2, 3, 4, 2, 3, 3, 1, 1, 2, 2},
+      {"prime_channels", 1, 37, 6, 6, 29, 3, 3, 1, 1, 1, 1},
+      {"stride_larger_than_filter", 2, 3, 16, 16, 2, 2, 2, 3, 3},
+      {"tall_filter", 1, 2, 31, 3, 3, 3, 1},
+      {"many_filters", 4, 8, 4, 4, 64, 3, 3, 1, 1, 1, 1},
+      {"lenet_c1", 2, 1, 86, 86, 4, 7, 7},
+      {"lenet_c3", 2, 4, 40, 40, 16, 7, 7},
+  };
+}
+
+/// Algorithms under test; each later algorithm joins this list.
+std::vector<ConvAlgo> algorithms() {
+  return {ConvAlgo::Reference, ConvAlgo::Auto};
+}
+
+std::vector<ForwardParam> forward_params() {
+  const Activation activations[] = {Activation::Identity, Activation::ReLU, Activation::Sigmoid,
+                                    Activation::Tanh};
+  std::vector<ForwardParam> list;
+  int i = 0;
+  for (const auto& base : shape_families()) {
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+      ConvCase c = base;
+      c.layout = layout;
+      // Every shape sees both layouts; activations and bias rotate across shapes.
+      c.activation = activations[i % 4];
+      c.bias = (i / 2) % 2 == 0;
+      ++i;
+      for (ConvAlgo algo : algorithms())
+        for (Backend b : backends())
+          list.push_back({c, algo, b});
+    }
+  }
+  return list;
+}
+
+/// Every activation, with and without bias, on one shape whose outputs straddle zero.
+std::vector<ForwardParam> activation_params() {
+  std::vector<ForwardParam> list;
+  for (Activation a :
+       {Activation::Identity, Activation::ReLU, Activation::Sigmoid, Activation::Tanh})
+    for (bool bias : {false, true})
+      for (Layout layout : {Layout::NCHW, Layout::NHWC})
+        for (Backend b : backends()) {
+          ConvCase c{"activation", 2, 3, 9, 8, 5, 3, 3, 1, 1, 1, 1};
+          c.layout = layout, c.activation = a, c.bias = bias;
+          list.push_back({c, ConvAlgo::Reference, b});
+        }
+  return list;
+}
+
+template <class T, class Space>
+void check_forward(const Space& space, const ConvCase& c, ConvAlgo algo) {
+  SCOPED_TRACE(std::string("scalar ") + (std::is_same_v<T, float> ? "float" : "double"));
+  const auto xv = random_values(product(c.x_extents()), 11);
+  const auto wv = random_values(product(c.w_extents()), 22);
+  const auto bv = random_values(c.M, 33);
+  const auto want = host_conv2d(c, xv, wv, bv);
+
+  auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
+  auto w = make_tensor<T, Space>("w", c.w_extents(), wv);
+  auto bias = make_vector<T, Space>("bias", bv);
+  const auto ye = c.y_extents();
+  Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+  poison(y);
+
+  auto params = c.params();
+  params.algo = algo;
+  if (c.bias) {
+    kcnn::conv2d_forward(space, x, w, bias, y, params);
+  } else {
+    kcnn::conv2d_forward(space, x, w, y, params);
+  }
+  space.fence();
+  const double err = relative_error(to_host(y), want);
+  EXPECT_LE(err, tolerance<T>()) << "relative error " << err;
+}
+
+class Conv2dForward : public ::testing::TestWithParam<ForwardParam> {};
+
+TEST_P(Conv2dForward, MatchesDoubleReference) {
+  const auto& p = GetParam();
+  with_backend(p.backend, [&](const auto& space) {
+    using Space = std::decay_t<decltype(space)>;
+    check_forward<float, Space>(space, p.c, p.algo);
+    check_forward<double, Space>(space, p.c, p.algo);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dForward, ::testing::ValuesIn(forward_params()), param_name);
+INSTANTIATE_TEST_SUITE_P(Activations, Conv2dForward, ::testing::ValuesIn(activation_params()),
+                         param_name);
+
+// Views of other contiguous layouts are read through their own index mapping.
+TEST(Conv2dForwardViews, LayoutLeftViewsMatchReference) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  using Left4 = Kokkos::View<double****, Kokkos::LayoutLeft, Space::memory_space>;
+  ConvCase c{"layout_left", 2, 3, 9, 7, 4, 3, 3, 2, 1, 1, 0};
+  c.bias = true;
+  const auto xv = random_values(product(c.x_extents()), 1);
+  const auto wv = random_values(product(c.w_extents()), 2);
+  const auto bv = random_values(c.M, 3);
+  const auto want = host_conv2d(c, xv, wv, bv);  // flat arrays in LayoutRight order
+
+  auto copy_to_left = [](const Tensor4<double, Space>& right) {
+    Left4 left("left", right.extent(0), right.extent(1), right.extent(2), right.extent(3));
+    Kokkos::deep_copy(left, right);  // element-wise copy across layouts
+    return left;
+  };
+  auto x = copy_to_left(make_tensor<double, Space>("x", c.x_extents(), xv));
+  auto w = copy_to_left(make_tensor<double, Space>("w", c.w_extents(), wv));
+  auto bias = make_vector<double, Space>("bias", bv);
+  const auto ye = c.y_extents();
+  Left4 y("y", ye[0], ye[1], ye[2], ye[3]);
+  poison(y);
+  kcnn::conv2d_forward(Space(), x, w, bias, y, c.params());
+  Tensor4<double, Space> y_right("y_right", ye[0], ye[1], ye[2], ye[3]);
+  Kokkos::deep_copy(y_right, y);
+  EXPECT_LE(relative_error(to_host(y_right), want), tolerance<double>());
+}
+
+// Inputs may be const Views, and unmanaged Views over user memory work too.
+TEST(Conv2dForwardViews, ConstAndUnmanagedInputs) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  ConvCase c{"const_inputs", 1, 2, 6, 6, 3, 3, 3};
+  const auto xv = random_values(product(c.x_extents()), 4);
+  const auto wv = random_values(product(c.w_extents()), 5);
+  const auto want = host_conv2d(c, xv, wv, {});
+  auto x = make_tensor<float, Space>("x", c.x_extents(), xv);
+  auto w = make_tensor<float, Space>("w", c.w_extents(), wv);
+  Kokkos::View<const float****, Kokkos::LayoutRight, Space::memory_space,
+               Kokkos::MemoryTraits<Kokkos::Unmanaged>>
+      xc(x.data(), x.extent(0), x.extent(1), x.extent(2), x.extent(3));
+  Tensor4<const float, Space> wc = w;
+  const auto ye = c.y_extents();
+  Tensor4<float, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+  poison(y);
+  kcnn::conv2d_forward(Space(), xc, wc, y, c.params());
+  EXPECT_LE(relative_error(to_host(y), want), tolerance<float>());
+}
+
+}  // namespace
+}  // namespace kcnn_test

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file test_support.hpp
+/// \brief What every kcnn test needs: random host tensors, an independent
+///        double-precision convolution on the host, device Views made from host data,
+///        the list of execution spaces to run on, and the tolerance rule.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <Kokkos_Core.hpp>
+#include <kcnn/kcnn.hpp>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace kcnn_test {
+
+/// One convolution problem, described the way a user would.
+struct ConvCase {
+  std::string name;
+  int N, C, H, W, M, R, S;
+  int stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+  kcnn::Layout layout = kcnn::Layout::NCHW;
+  kcnn::Activation activation = kcnn::Activation::Identity;
+  bool bias = false;
+
+  kcnn::Conv2dParams params() const {
+    kcnn::Conv2dParams p;
+    p.stride_h = stride_h, p.stride_w = stride_w, p.pad_h = pad_h, p.pad_w = pad_w;
+    p.dilation_h = dilation_h, p.dilation_w = dilation_w;
+    p.layout = layout, p.activation = activation;
+    return p;
+  }
+  int P() const { return (H + 2 * pad_h - dilation_h * (R - 1) - 1) / stride_h + 1; }
+  int Q() const { return (W + 2 * pad_w - dilation_w * (S - 1) - 1) / stride_w + 1; }
+  bool nhwc() const { return layout == kcnn::Layout::NHWC; }
+  /// Storage extents of x, w, y in this case's layout.
+  std::array<int, 4> x_extents() const {
+    return nhwc() ? std::array{N, H, W, C} : std::array{N, C, H, W};
+  }
+  std::array<int, 4> w_extents() const {
+    return nhwc() ? std::array{M, R, S, C} : std::array{M, C, R, S};
+  }
+  std::array<int, 4> y_extents() const {
+    return nhwc() ? std::array{N, P(), Q(), M} : std::array{N, M, P(), Q()};
+  }
+};
+
+/// Uniform random values in [-1, 1] from a fixed seed; never all zeros.
+inline std::vector<double> random_values(std::size_t n, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::vector<double> v(n);
+  for (auto& e : v)
+    e = dist(rng);
+  return v;
+}
+
+inline std::size_t product(const std::array<int, 4>& e) {
+  return static_cast<std::size_t>(e[0]) * e[1] * e[2] * e[3];
+}
+
+/// Independent double-precision convolution on the host. Tensors are flat arrays in
+/// the case's layout; every index is computed here from first principles.
+inline std::vector<double> host_conv2d(const ConvCase& c, const std::vector<double>& x,
+                                       const std::vector<double>& w,
+                                       const std::vector<double>& bias) {
+  const int P = c.P(), Q = c.Q();
+  auto xi = [&](int n, int ch, int h, int wc) -> std::size_t {
+    return c.nhwc() ? ((static_cast<std::size_t>(n) * c.H + h) * c.W + wc) * c.C + ch
+                    : ((static_cast<std::size_t>(n) * c.C + ch) * c.H + h) * c.W + wc;
+  };
+  auto wi = [&](int m, int ch, int r, int s) -> std::size_t {
+    return c.nhwc() ? ((static_cast<std::size_t>(m) * c.R + r) * c.S + s) * c.C + ch
+                    : ((static_cast<std::size_t>(m) * c.C + ch) * c.R + r) * c.S + s;
+  };
+  auto yi = [&](int n, int m, int p, int q) -> std::size_t {
+    return c.nhwc() ? ((static_cast<std::size_t>(n) * P + p) * Q + q) * c.M + m
+                    : ((static_cast<std::size_t>(n) * c.M + m) * P + p) * Q + q;
+  };
+  std::vector<double> y(static_cast<std::size_t>(c.N) * c.M * P * Q);
+  for (int n = 0; n < c.N; ++n)
+    for (int m = 0; m < c.M; ++m)
+      for (int p = 0; p < P; ++p)
+        for (int q = 0; q < Q; ++q) {
+          double acc = c.bias ? bias[m] : 0.0;
+          for (int ch = 0; ch < c.C; ++ch)
+            for (int r = 0; r < c.R; ++r)
+              for (int s = 0; s < c.S; ++s) {
+                const int h = p * c.stride_h - c.pad_h + r * c.dilation_h;
+                const int wc = q * c.stride_w - c.pad_w + s * c.dilation_w;
+                if (h < 0 || h >= c.H || wc < 0 || wc >= c.W) continue;
+                acc += x[xi(n, ch, h, wc)] * w[wi(m, ch, r, s)];
+              }
+          switch (c.activation) {
+            case kcnn::Activation::Identity:
+              break;
+            case kcnn::Activation::ReLU:
+              acc = acc > 0 ? acc : 0;
+              break;
+            case kcnn::Activation::Sigmoid:
+              acc = 1.0 / (1.0 + std::exp(-acc));
+              break;
+            case kcnn::Activation::Tanh:
+              acc = std::tanh(acc);
+              break;
+          }
+          y[yi(n, m, p, q)] = acc;
+        }
+  return y;
+}
+
+template <class T, class Space>
+using Tensor4 = Kokkos::View<T****, Kokkos::LayoutRight, typename Space::memory_space>;
+template <class T, class Space>
+using Tensor1 = Kokkos::View<T*, Kokkos::LayoutRight, typename Space::memory_space>;
+
+/// A device View of the given extents holding `values` (rounded to T).
+template <class T, class Space>
+Tensor4<T, Space> make_tensor(const std::string& label, const std::array<int, 4>& e,
+                              const std::vector<double>& values) {
+  Tensor4<T, Space> v(label, e[0], e[1], e[2], e[3]);
+  auto h = Kokkos::create_mirror_view(v);
+  auto* data = h.data();
+  for (std::size_t i = 0; i < values.size(); ++i)
+    data[i] = static_cast<T>(values[i]);
+  Kokkos::deep_copy(v, h);
+  return v;
+}
+
+template <class T, class Space>
+Tensor1<T, Space> make_vector(const std::string& label, const std::vector<double>& values) {
+  Tensor1<T, Space> v(label, values.size());
+  auto h = Kokkos::create_mirror_view(v);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    h(i) = static_cast<T>(values[i]);
+  Kokkos::deep_copy(v, h);
+  return v;
+}
+
+/// Copies a device View (any rank, contiguous) into a flat double vector.
+template <class View>
+std::vector<double> to_host(const View& v) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  std::vector<double> out(h.span());
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = static_cast<double>(h.data()[i]);
+  return out;
+}
+
+/// Fills a View with NaN so that unwritten outputs cannot pass a comparison.
+template <class View>
+void poison(const View& v) {
+  Kokkos::deep_copy(v, std::numeric_limits<typename View::value_type>::quiet_NaN());
+}
+
+/// The project's fp32 rule: error relative to the output's magnitude.
+template <class T>
+constexpr double tolerance() {
+  return std::is_same_v<T, float> ? 1e-4 : 1e-11;
+}
+
+/// max|got - want| / max|want|; NaN anywhere (or a size mismatch) gives +inf.
+inline double relative_error(const std::vector<double>& got, const std::vector<double>& want) {
+  if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
+  double max_diff = 0, max_ref = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!std::isfinite(got[i])) return std::numeric_limits<double>::infinity();
+    max_diff = std::max(max_diff, std::abs(got[i] - want[i]));
+    max_ref = std::max(max_ref, std::abs(want[i]));
+  }
+  return max_ref > 0 ? max_diff / max_ref : max_diff;
+}
+
+/// The execution spaces the tests run on in this build: the default execution space,
+/// plus Serial in host builds whose default is a parallel host backend.
+enum class Backend { Default, Serial };
+
+inline std::vector<Backend> backends() {
+  std::vector<Backend> list{Backend::Default};
+#if defined(KOKKOS_ENABLE_SERIAL)
+  if constexpr (!std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::Serial> &&
+                std::is_same_v<Kokkos::DefaultExecutionSpace::memory_space, Kokkos::HostSpace>) {
+    list.push_back(Backend::Serial);
+  }
+#endif
+  return list;
+}
+
+inline std::string backend_name(Backend b) {
+  return b == Backend::Default ? Kokkos::DefaultExecutionSpace::name() : "Serial";
+}
+
+/// Calls f(space) with an instance of the execution space `b` names.
+template <class F>
+void with_backend(Backend b, F&& f) {
+  if (b == Backend::Default) {
+    f(Kokkos::DefaultExecutionSpace());
+    return;
+  }
+#if defined(KOKKOS_ENABLE_SERIAL)
+  // Only host builds list Serial; in a device build this branch is never instantiated.
+  if constexpr (std::is_same_v<Kokkos::DefaultExecutionSpace::memory_space, Kokkos::HostSpace>) {
+    f(Kokkos::Serial());
+  }
+#endif
+}
+
+}  // namespace kcnn_test
