@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#
+# The whole GPU check in one call, on a machine with an NVIDIA GPU, over a folder
+# made by cmake/gpu-pack.sh:
+#   cmake/gpu-check.sh [carry=.carry] [logs=${OUT:-gpu-logs}] [what=tests,memcheck,bench,anchor]
+# Runs the CUDA unit tests, compute-sanitizer memcheck on them, kcnn_perf (JSON too)
+# and the cuDNN anchor; writes each log under the logs folder and prints a summary.
+set -uo pipefail
+carry=${1:-.carry}
+logs=${2:-${OUT:-gpu-logs}}
+what=${3:-tests,memcheck,bench,anchor}
+mkdir -p "$logs"
+export LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+summary=$logs/summary.txt
+: >"$summary"
+note() { echo "$*" | tee -a "$summary"; }
+has() { [[ ,$what, == *,$1,* ]]; }
+
+note "date: $(date -u +%FT%TZ)"
+note "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1)"
+
+if has tests; then
+  "$carry/bin/kcnn_unit_tests" --gtest_output="xml:$logs/unit_tests.xml" >"$logs/unit_tests.log" 2>&1
+  note "unit tests: exit $? | $(grep -E '^\[  (PASSED|FAILED)  \]' "$logs/unit_tests.log" | tr '\n' ' ')"
+fi
+if has memcheck; then
+  compute-sanitizer --tool memcheck --error-exitcode 99 "$carry/bin/kcnn_unit_tests" \
+    ${KCNN_MEMCHECK_FILTER:+--gtest_filter=$KCNN_MEMCHECK_FILTER} >"$logs/memcheck.log" 2>&1
+  note "memcheck: exit $? | $(grep -E 'ERROR SUMMARY' "$logs/memcheck.log" | tail -n 1)"
+fi
+if has quickstart; then
+  "$carry/bin/kcnn_quickstart" 10000 >"$logs/quickstart.log" 2>&1
+  note "quickstart: exit $? | $(tail -n 1 "$logs/quickstart.log")"
+fi
+if has bench; then
+  "$carry/bin/kcnn_perf" --benchmark_out="$logs/kcnn_perf.json" --benchmark_out_format=json \
+    ${KCNN_PERF_ARGS:-} >"$logs/kcnn_perf.log" 2>&1
+  note "kcnn_perf: exit $?"
+  grep -E '^conv2d|^im2col|^pool' "$logs/kcnn_perf.log" | tee -a "$summary"
+fi
+if has anchor && [[ -f $carry/anchors/cudnn_anchor.py ]]; then
+  PYTHONUNBUFFERED=1 python3 "$carry/anchors/cudnn_anchor.py" >"$logs/cudnn_anchor.log" 2>&1
+  note "cudnn anchor: exit $?"
+  cat "$logs/cudnn_anchor.log" >>"$summary"
+fi

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#
+# Packs what a GPU machine needs to test and benchmark the cuda build without
+# building anything there: the cuda preset's executables, the Debian shared
+# libraries they need that a CUDA image lacks, and the cuDNN anchor script.
+#   cmake/gpu-pack.sh [build-dir=build/cuda] [out=.carry]
+# Then run cmake/gpu-check.sh on the GPU machine with the out folder carried.
+set -euo pipefail
+build=${1:-build/cuda}
+out=${2:-.carry}
+rm -rf "$out" && mkdir -p "$out/bin" "$out/lib" "$out/anchors"
+for exe in unit_tests/kcnn_unit_tests perf_tests/kcnn_perf examples/kcnn_quickstart; do
+  [[ -x $build/$exe ]] && cp "$build/$exe" "$out/bin/"
+done
+# Shared libraries from Debian packages (not libc, not CUDA's, which the GPU image has).
+for exe in "$out"/bin/*; do
+  ldd "$exe" | awk '/=> \// {print $3}'
+done | sort -u | grep -E 'libbenchmark|libopenblas|libgfortran|libquadmath|libgtest' |
+  while read -r lib; do cp -L "$lib" "$out/lib/"; done
+anchors=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/../shared/anchors
+[[ -d $anchors ]] && cp "$anchors"/cudnn_anchor.py "$out/anchors/"
+du -sh "$out"
