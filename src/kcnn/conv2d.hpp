@@ -9,6 +9,7 @@
 #include <string>
 
 #include "impl/conv2d_reference.hpp"
+#include "impl/conv2d_tiled.hpp"
 #include "impl/problem.hpp"
 #include "impl/profiling.hpp"
 #include "impl/view_checks.hpp"
@@ -65,12 +66,20 @@ void conv2d_forward(const ExecSpace& space, const XView& x, const WView& w, cons
   const Impl::Conv2dProblem pb = Impl::make_conv2d_problem(op, x, w, bias, y, params);
 
   const ConvAlgo algo = params.algo == ConvAlgo::Auto ? Impl::select_conv2d_algo(pb) : params.algo;
-  Impl::throw_if(algo != ConvAlgo::Reference, op, "ConvAlgo::", to_string(algo),
-                 " is not implemented yet (available: Reference, Auto)");
+  Impl::throw_if(algo != ConvAlgo::Reference && algo != ConvAlgo::Tiled, op,
+                 "ConvAlgo::", to_string(algo),
+                 " is not implemented yet (available: Reference, Tiled, Auto)");
 
   Impl::ProfilingRegion region(std::string(op) + "[" + to_string(algo) + "]");
   if (pb.empty()) return;
-  Impl::conv2d_reference(space, x, w, bias, y, pb);
+  switch (algo) {
+    case ConvAlgo::Tiled:
+      Impl::conv2d_tiled(space, x, w, bias, y, pb);
+      break;
+    default:
+      Impl::conv2d_reference(space, x, w, bias, y, pb);
+      break;
+  }
 }
 
 /// \brief conv2d_forward without bias: y = activation(conv(x, w)).
