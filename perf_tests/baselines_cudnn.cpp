@@ -8,7 +8,6 @@
 #include <cudnn.h>
 
 #include <Kokkos_Core.hpp>
-#include <Kokkos_Random.hpp>
 
 #include <algorithm>
 #include <memory>
@@ -27,8 +26,6 @@ void check(cudnnStatus_t status, const char* call) {
 #define KCNN_CUDNN_CHECK(call) check((call), #call)
 
 using Space = Kokkos::DefaultExecutionSpace;
-using Tensor = Kokkos::View<float****, Kokkos::LayoutRight, Space::memory_space>;
-using Vector = Kokkos::View<float*, Space::memory_space>;
 using Bytes = Kokkos::View<char*, Space::memory_space>;
 
 /// The process's cuDNN handle, bound to Kokkos' stream; created on first use (slow: it
@@ -101,18 +98,7 @@ struct Descriptors {
 
 class CudnnConv final : public BaselineRun {
  public:
-  explicit CudnnConv(const Shape& sh) {
-    x_ = sh.nhwc() ? Tensor("x", sh.N, sh.H, sh.W, sh.C) : Tensor("x", sh.N, sh.C, sh.H, sh.W);
-    w_ = sh.nhwc() ? Tensor("w", sh.M, sh.R, sh.S, sh.C) : Tensor("w", sh.M, sh.C, sh.R, sh.S);
-    y_ = sh.nhwc() ? Tensor("y", sh.N, sh.P(), sh.Q(), sh.M)
-                   : Tensor("y", sh.N, sh.M, sh.P(), sh.Q());
-    bias_ = Vector("bias", sh.M);
-    Kokkos::Random_XorShift64_Pool<Space> pool(17);
-    Kokkos::fill_random(x_, pool, -1.0f, 1.0f);
-    Kokkos::fill_random(w_, pool, -1.0f, 1.0f);
-    Kokkos::fill_random(bias_, pool, -1.0f, 1.0f);
-    Kokkos::fence();
-
+  explicit CudnnConv(const Shape& sh) : data_(sh, 17) {
     // cuDNN's NHWC activations are kcnn's (N, H, W, C); its NHWC filters (KRSC) are
     // kcnn's (M, R, S, C).
     const cudnnTensorFormat_t format = sh.nhwc() ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
@@ -153,7 +139,7 @@ class CudnnConv final : public BaselineRun {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int found = 0;
     KCNN_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-        h, d_.x, x_.data(), d_.w, w_.data(), d_.conv, d_.y, y_.data(),
+        h, d_.x, data_.x.data(), d_.w, data_.w.data(), d_.conv, d_.y, data_.y.data(),
         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf, search_ws.data(), search_bytes));
     search_ws = Bytes();
 
@@ -196,12 +182,12 @@ class CudnnConv final : public BaselineRun {
   cudnnStatus_t launch() {
     const float one = 1.0f, zero = 0.0f;
     return cudnnConvolutionBiasActivationForward(
-        handle(), &one, d_.x, x_.data(), d_.w, w_.data(), d_.conv, algo_, workspace_.data(),
-        workspace_bytes_, &zero, d_.y, y_.data(), d_.bias, bias_.data(), d_.act, d_.y, y_.data());
+        handle(), &one, d_.x, data_.x.data(), d_.w, data_.w.data(), d_.conv, algo_,
+        workspace_.data(), workspace_bytes_, &zero, d_.y, data_.y.data(), d_.bias,
+        data_.bias.data(), d_.act, d_.y, data_.y.data());
   }
 
-  Tensor x_, w_, y_;
-  Vector bias_;
+  ShapeData<Space> data_;
   Bytes workspace_;
   std::size_t workspace_bytes_ = 0;
   Descriptors d_;

@@ -5,7 +5,6 @@
 //  - "oneDNN_blocked": oneDNN's preferred (blocked) formats (format_tag::any); inputs are
 //    reordered into them once, outside the timed region, and y stays blocked.
 #include <Kokkos_Core.hpp>
-#include <Kokkos_Random.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <memory>
@@ -18,8 +17,6 @@ namespace kcnn_perf {
 namespace {
 
 using dnnl::memory;
-using Tensor = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace>;
-using Vector = Kokkos::View<float*, Kokkos::HostSpace>;
 
 dnnl::engine& cpu_engine() {
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -28,19 +25,8 @@ dnnl::engine& cpu_engine() {
 
 class OnednnConv final : public BaselineRun {
  public:
-  OnednnConv(const Shape& sh, bool blocked) : stream_(cpu_engine()) {
+  OnednnConv(const Shape& sh, bool blocked) : stream_(cpu_engine()), data_(sh, 17) {
     auto& eng = cpu_engine();
-    x_ = sh.nhwc() ? Tensor("x", sh.N, sh.H, sh.W, sh.C) : Tensor("x", sh.N, sh.C, sh.H, sh.W);
-    w_ = sh.nhwc() ? Tensor("w", sh.M, sh.R, sh.S, sh.C) : Tensor("w", sh.M, sh.C, sh.R, sh.S);
-    y_ = sh.nhwc() ? Tensor("y", sh.N, sh.P(), sh.Q(), sh.M)
-                   : Tensor("y", sh.N, sh.M, sh.P(), sh.Q());
-    bias_ = Vector("bias", sh.M);
-    Kokkos::Random_XorShift64_Pool<Kokkos::DefaultHostExecutionSpace> pool(17);
-    Kokkos::fill_random(x_, pool, -1.0f, 1.0f);
-    Kokkos::fill_random(w_, pool, -1.0f, 1.0f);
-    Kokkos::fill_random(bias_, pool, -1.0f, 1.0f);
-    Kokkos::fence();
-
     // oneDNN's dims are always logical (N, C, H, W); the tag says how they are stored.
     const memory::dims xd = {sh.N, sh.C, sh.H, sh.W}, wd = {sh.M, sh.C, sh.R, sh.S}, bd = {sh.M},
                        yd = {sh.N, sh.M, sh.P(), sh.Q()};
@@ -75,11 +61,11 @@ class OnednnConv final : public BaselineRun {
       dnnl::reorder(user_mem, mem).execute(stream_, user_mem, mem);
       return mem;
     };
-    args_[DNNL_ARG_SRC] = prepared(pd.src_desc(), x_user, x_.data());
-    args_[DNNL_ARG_WEIGHTS] = prepared(pd.weights_desc(), w_user, w_.data());
-    args_[DNNL_ARG_BIAS] = memory(b_user, eng, bias_.data());
+    args_[DNNL_ARG_SRC] = prepared(pd.src_desc(), x_user, data_.x.data());
+    args_[DNNL_ARG_WEIGHTS] = prepared(pd.weights_desc(), w_user, data_.w.data());
+    args_[DNNL_ARG_BIAS] = memory(b_user, eng, data_.bias.data());
     args_[DNNL_ARG_DST] =
-        pd.dst_desc() == y_user ? memory(y_user, eng, y_.data()) : memory(pd.dst_desc(), eng);
+        pd.dst_desc() == y_user ? memory(y_user, eng, data_.y.data()) : memory(pd.dst_desc(), eng);
     stream_.wait();
     conv_ = dnnl::convolution_forward(pd);
   }
@@ -92,8 +78,7 @@ class OnednnConv final : public BaselineRun {
 
  private:
   dnnl::stream stream_;
-  Tensor x_, w_, y_;
-  Vector bias_;
+  ShapeData<Kokkos::DefaultHostExecutionSpace> data_;
   std::unordered_map<int, memory> args_;
   dnnl::convolution_forward conv_;
   std::string impl_;

@@ -31,7 +31,6 @@
 #include <benchmark/benchmark.h>
 
 #include <Kokkos_Core.hpp>
-#include <Kokkos_Random.hpp>
 #include <kcnn/kcnn.hpp>
 
 #include <cstdio>
@@ -84,24 +83,9 @@ struct Run {
 };
 Run* g_run = nullptr;
 
-/// x, w, bias and y of one shape on the default execution space, inputs random.
-struct KcnnProblem {
-  using Tensor = Kokkos::View<float****, Kokkos::LayoutRight, Space::memory_space>;
-  Tensor x, w, y;
-  Kokkos::View<float*, Space::memory_space> bias;
-
-  explicit KcnnProblem(const Shape& sh) {
-    x = sh.nhwc() ? Tensor("x", sh.N, sh.H, sh.W, sh.C) : Tensor("x", sh.N, sh.C, sh.H, sh.W);
-    w = sh.nhwc() ? Tensor("w", sh.M, sh.R, sh.S, sh.C) : Tensor("w", sh.M, sh.C, sh.R, sh.S);
-    y = sh.nhwc() ? Tensor("y", sh.N, sh.P(), sh.Q(), sh.M)
-                  : Tensor("y", sh.N, sh.M, sh.P(), sh.Q());
-    bias = decltype(bias)("bias", sh.M);
-    Kokkos::Random_XorShift64_Pool<Space> pool(7);
-    Kokkos::fill_random(x, pool, -1.0f, 1.0f);
-    Kokkos::fill_random(w, pool, -1.0f, 1.0f);
-    Kokkos::fill_random(bias, pool, -1.0f, 1.0f);
-    Space().fence();
-  }
+/// A shape's data on the default execution space, and kcnn's convolution of it.
+struct KcnnProblem : ShapeData<Space> {
+  using ShapeData<Space>::ShapeData;
   void forward(kcnn::ConvAlgo algo, const Shape& sh) const {
     auto params = sh.params();
     params.algo = algo;

@@ -4,6 +4,8 @@
 ///        benchmark runs by default, and the parser of --shape.
 #pragma once
 
+#include <Kokkos_Core.hpp>
+#include <Kokkos_Random.hpp>
 #include <kcnn/kcnn.hpp>
 
 #include <sstream>
@@ -52,6 +54,29 @@ struct Shape {
   /// Benchmark name: conv2d/<suite>/<name>/<layout>/<implementation>.
   std::string benchmark_name(const std::string& impl) const {
     return "conv2d/" + suite + "/" + name + "/" + kcnn::to_string(layout) + "/" + impl;
+  }
+};
+
+/// x, w, bias and y of a shape in the shape's layout (kcnn's storage order, which is
+/// also cuDNN's and oneDNN's for NCHW/NHWC), in the memory of `ExecSpace`; the inputs
+/// random in [-1, 1], never zeros.
+template <class ExecSpace>
+struct ShapeData {
+  using Tensor = Kokkos::View<float****, Kokkos::LayoutRight, typename ExecSpace::memory_space>;
+  Tensor x, w, y;
+  Kokkos::View<float*, typename ExecSpace::memory_space> bias;
+
+  explicit ShapeData(const Shape& sh, unsigned seed = 7) {
+    x = sh.nhwc() ? Tensor("x", sh.N, sh.H, sh.W, sh.C) : Tensor("x", sh.N, sh.C, sh.H, sh.W);
+    w = sh.nhwc() ? Tensor("w", sh.M, sh.R, sh.S, sh.C) : Tensor("w", sh.M, sh.C, sh.R, sh.S);
+    y = sh.nhwc() ? Tensor("y", sh.N, sh.P(), sh.Q(), sh.M)
+                  : Tensor("y", sh.N, sh.M, sh.P(), sh.Q());
+    bias = decltype(bias)("bias", sh.M);
+    Kokkos::Random_XorShift64_Pool<ExecSpace> pool(seed);
+    Kokkos::fill_random(x, pool, -1.0f, 1.0f);
+    Kokkos::fill_random(w, pool, -1.0f, 1.0f);
+    Kokkos::fill_random(bias, pool, -1.0f, 1.0f);
+    ExecSpace().fence();
   }
 };
 
