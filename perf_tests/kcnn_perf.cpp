@@ -1,174 +1,380 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// kcnn_perf: Google Benchmark timings of kcnn's convolution algorithms.
+// kcnn_perf: Google Benchmark timings of kcnn's convolution algorithms beside a vendor
+// baseline (cuDNN on CUDA builds, oneDNN on host builds) in the same run.
 //
 //   kcnn_perf [--batch B] [--shape N,C,H,W,M,R,S,stride,pad[,dilation][,nhwc]]...
-//             [Google Benchmark flags, e.g. --benchmark_filter=lenet --benchmark_out=f.json]
+//             [--reps N] [--target-seconds T] [--max-seconds T]
+//             [--algo-cache FILE] [--tune] [--save-algo-cache FILE]
+//             [Google Benchmark flags, e.g. --benchmark_filter=lenet
+//              --benchmark_out=f.json --benchmark_out_format=json]
 //
-// Suites: the seed project's LeNet-5 layers (C1: B,1,86,86 -> 4, 7x7; C3: B,4,40,40 -> 16,
-// 7x7) at batch 10,000 on device builds and 1,000 on host builds (--batch overrides), plus
-// every --shape given. Each run fences the execution space; the time is wall clock
-// around launch + fence, inputs are random (never zeros), one warm-up run is excluded.
+// Suites (suites.hpp): LeNet-5's C1 and C3 (batch 10,000 on device builds, 1,000 on
+// host builds; --batch overrides) at stride 1 and 2, ResNet/VGG-like 3x3 layers, 1x1
+// layers, AlexNet's conv1, odd shapes; all in NCHW and NHWC; plus every --shape.
+// Benchmarks are named conv2d/<suite>/<shape>/<layout>/<implementation>; per shape the
+// baselines run first, then every kcnn algorithm (kcnn_algorithms()), then Auto.
+//
+// Timing: one untimed warm-up run, then --reps runs (default: as many as fit in
+// --target-seconds, 3 to 100), each ending in a fence; the benchmark's time is their
+// median. Inputs are random in [-1, 1]. Counters: GFLOP/s, GB/s (x, w, bias and y each
+// moved once), frac_peak_flops and frac_peak_bw (of the ceilings measured at start-up:
+// KokkosBlas::gemm sgemm and a device-to-device deep_copy), vs_baseline (the baseline's
+// median time on the same shape in this run / this time: > 1 means faster than the
+// baseline), reps, spread ((max - min) / median).
+//
+// Auto is the heuristic alone unless: --algo-cache FILE loads a kcnn::save_algo_cache
+// file first, or --tune makes each Auto benchmark call kcnn::find_best_algo on its
+// problem first (untimed; it times every algorithm, the big ones included), so that Auto
+// runs the tuned winner; --save-algo-cache FILE writes the cache at the end.
+// --max-seconds: see the skip rule printed at start-up (default 2 s on device builds,
+// 0.5 s on host builds).
 #include <benchmark/benchmark.h>
 
 #include <Kokkos_Core.hpp>
-#include <Kokkos_Random.hpp>
 #include <kcnn/kcnn.hpp>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "baselines.hpp"
+#include "peaks.hpp"
+#include "suites.hpp"
+#include "timing.hpp"
+
+namespace kcnn_perf {
 namespace {
 
 using Space = Kokkos::DefaultExecutionSpace;
 constexpr bool kDeviceBuild = !std::is_same_v<Space::memory_space, Kokkos::HostSpace>;
 
-struct Shape {
-  std::string name;
-  int N, C, H, W, M, R, S, stride = 1, pad = 0, dilation = 1;
-  kcnn::Layout layout = kcnn::Layout::NCHW;
+/// Every kcnn algorithm kcnn_perf measures: all that this build implements (a new
+/// algorithm joins by its line in kcnn::Impl::implemented_conv_algos), then Auto.
+std::vector<kcnn::ConvAlgo> kcnn_algorithms() {
+  auto algos = kcnn::implemented_conv_algos();
+  algos.push_back(kcnn::ConvAlgo::Auto);
+  return algos;
+}
 
-  int out(int in, int k) const { return (in + 2 * pad - dilation * (k - 1) - 1) / stride + 1; }
-  std::string describe() const {
-    std::ostringstream s;
-    s << N << "x" << C << "x" << H << "x" << W << " M=" << M << " " << R << "x" << S << " s"
-      << stride << " p" << pad << " d" << dilation << " " << kcnn::to_string(layout);
-    return s.str();
+struct Options {
+  int lenet_batch = kDeviceBuild ? 10000 : 1000;
+  int reps = 0;  ///< 0: adaptive
+  double target_seconds = 0.5;
+  /// A kcnn algorithm is skipped on a shape whose estimated run time exceeds this.
+  double max_seconds = kDeviceBuild ? 2.0 : 0.5;
+  std::vector<Shape> custom;
+  std::string algo_cache;       ///< kcnn::load_algo_cache(this) first: Auto uses tuned choices
+  bool tune = false;            ///< Auto benchmarks call kcnn::find_best_algo first (untimed)
+  std::string save_algo_cache;  ///< kcnn::save_algo_cache(this) at the end
+};
+
+/// What the benchmarks share: options, ceilings, calibrated rates and baseline times.
+struct Run {
+  Options opt;
+  Peaks peaks;
+  std::map<kcnn::ConvAlgo, double> calibrated_gflops;
+  std::map<std::string, double> baseline_seconds;  ///< by Shape::key()
+};
+Run* g_run = nullptr;
+
+/// A shape's data on the default execution space, and kcnn's convolution of it.
+struct KcnnProblem : ShapeData<Space> {
+  using ShapeData<Space>::ShapeData;
+  void forward(kcnn::ConvAlgo algo, const Shape& sh) const {
+    auto params = sh.params();
+    params.algo = algo;
+    kcnn::conv2d_forward(Space(), x, w, bias, y, params);
   }
 };
 
-/// Parses N,C,H,W,M,R,S,stride,pad[,dilation][,nhwc|nchw].
-Shape parse_shape(const std::string& text) {
-  Shape s{"custom", 0, 0, 0, 0, 0, 0, 0};
-  std::vector<std::string> fields;
-  std::stringstream in(text);
-  for (std::string f; std::getline(in, f, ',');)
-    fields.push_back(f);
-  if (fields.size() < 9 || fields.size() > 11)
-    throw std::invalid_argument("--shape wants N,C,H,W,M,R,S,stride,pad[,dilation][,nhwc], got '" +
-                                text + "'");
-  int* ints[] = {&s.N, &s.C, &s.H, &s.W, &s.M, &s.R, &s.S, &s.stride, &s.pad, &s.dilation};
-  for (std::size_t i = 0; i < fields.size(); ++i) {
-    if (fields[i] == "nhwc" || fields[i] == "nchw") {
-      if (i + 1 != fields.size()) throw std::invalid_argument("layout must come last in --shape");
-      s.layout = fields[i] == "nhwc" ? kcnn::Layout::NHWC : kcnn::Layout::NCHW;
-    } else if (i < 10) {
-      *ints[i] = std::stoi(fields[i]);
-    } else {
-      throw std::invalid_argument("11th --shape field must be nhwc or nchw, got '" + fields[i] +
-                                  "'");
+/// The problem each algorithm's rate is measured on at start-up, for the skip rule.
+Shape calibration_shape() {
+  return {"calibration", "c16_32", kDeviceBuild ? 256 : 2, 16, 32, 32, 16, 3, 3, 1, 1};
+}
+
+void calibrate(Run& run) {
+  const Shape sh = calibration_shape();
+  const KcnnProblem p(sh);
+  for (kcnn::ConvAlgo algo : kcnn::implemented_conv_algos()) {
+    try {
+      const Timing t = time_median(
+          [&] {
+            p.forward(algo, sh);
+            Space().fence();
+          },
+          3, 0);
+      run.calibrated_gflops[algo] = sh.flops() / t.median * 1e-9;
+    } catch (const kcnn::Error&) {
+      // Not applicable to the calibration problem: never skipped by the estimate.
     }
   }
-  s.name = "custom[" + text + "]";
-  return s;
 }
 
-void run_conv(benchmark::State& state, const Shape& sh, kcnn::ConvAlgo algo) {
-  using Tensor = Kokkos::View<float****, Kokkos::LayoutRight, Space::memory_space>;
-  const bool nhwc = sh.layout == kcnn::Layout::NHWC;
-  const int P = sh.out(sh.H, sh.R), Q = sh.out(sh.W, sh.S);
-  Tensor x = nhwc ? Tensor("x", sh.N, sh.H, sh.W, sh.C) : Tensor("x", sh.N, sh.C, sh.H, sh.W);
-  Tensor w = nhwc ? Tensor("w", sh.M, sh.R, sh.S, sh.C) : Tensor("w", sh.M, sh.C, sh.R, sh.S);
-  Tensor y = nhwc ? Tensor("y", sh.N, P, Q, sh.M) : Tensor("y", sh.N, sh.M, P, Q);
-  Kokkos::View<float*, Space::memory_space> bias("bias", sh.M);
-  Kokkos::Random_XorShift64_Pool<Space> pool(7);
-  Kokkos::fill_random(x, pool, -1.0f, 1.0f);
-  Kokkos::fill_random(w, pool, -1.0f, 1.0f);
-  Kokkos::fill_random(bias, pool, -1.0f, 1.0f);
+void skip(benchmark::State& state, const std::string& why) {
+  state.SkipWithError(why.c_str());
+}
 
-  kcnn::Conv2dParams params;
-  params.stride_h = params.stride_w = sh.stride;
-  params.pad_h = params.pad_w = sh.pad;
-  params.dilation_h = params.dilation_w = sh.dilation;
-  params.layout = sh.layout;
-  params.activation = kcnn::Activation::ReLU;
+void report(benchmark::State& state, const Shape& sh, const Timing& t) {
+  for (auto _ : state)
+    state.SetIterationTime(t.median);
+  const double gflops = sh.flops() / t.median * 1e-9, gbs = sh.bytes() / t.median * 1e-9;
+  state.counters["GFLOP/s"] = gflops;
+  state.counters["GB/s"] = gbs;
+  if (g_run->peaks.gflops > 0) state.counters["frac_peak_flops"] = gflops / g_run->peaks.gflops;
+  if (g_run->peaks.gbs > 0) state.counters["frac_peak_bw"] = gbs / g_run->peaks.gbs;
+  const auto base = g_run->baseline_seconds.find(sh.key());
+  if (base != g_run->baseline_seconds.end())
+    state.counters["vs_baseline"] = base->second / t.median;
+  state.counters["reps"] = t.reps;
+  state.counters["spread"] = (t.max - t.min) / t.median;
+}
+
+void bench_kcnn(benchmark::State& state, const Shape& sh, kcnn::ConvAlgo algo) {
+  const KcnnProblem p(sh);
+  auto params = sh.params();
   params.algo = algo;
-
-  const Space space;
+  kcnn::ConvAlgo runs = algo;
   try {
-    kcnn::conv2d_forward(space, x, w, bias, y, params);  // warm-up, and validation
-    space.fence();
+    if (algo == kcnn::ConvAlgo::Auto && g_run->opt.tune)
+      kcnn::find_best_algo(Space(), p.x, p.w, p.bias, p.y, params, {3, true});
+    runs = kcnn::resolve_conv2d_algo(Space(), p.x, p.w, p.bias, p.y, params);
   } catch (const kcnn::Error& e) {
-    state.SkipWithError(e.what());
-    return;
+    return skip(state, e.what());
   }
-  for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
-    kcnn::conv2d_forward(space, x, w, bias, y, params);
-    space.fence();
-    state.SetIterationTime(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  const auto rate = g_run->calibrated_gflops.find(runs);
+  if (rate != g_run->calibrated_gflops.end()) {
+    const double estimate = sh.flops() / (rate->second * 1e9);
+    if (estimate > g_run->opt.max_seconds) {
+      std::ostringstream why;
+      why.precision(3);
+      why << "skipped: " << kcnn::to_string(runs) << " would take ~" << estimate
+          << " s per run (> --max-seconds " << g_run->opt.max_seconds << ")";
+      return skip(state, why.str());
+    }
   }
-  const double flops = 2.0 * sh.N * sh.M * P * Q * double(sh.C) * sh.R * sh.S;
-  const double bytes = sizeof(float) * (double(x.span()) + w.span() + bias.span() + y.span());
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["GB/s"] =
-      benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(sh.describe());
+  Timing t;
+  try {
+    t = time_median(
+        [&] {
+          p.forward(algo, sh);
+          Space().fence();
+        },
+        g_run->opt.reps, g_run->opt.target_seconds);
+  } catch (const kcnn::Error& e) {
+    return skip(state, e.what());
+  }
+  report(state, sh, t);
+  state.SetLabel(sh.key() + (algo == kcnn::ConvAlgo::Auto
+                                 ? std::string(" auto=") + kcnn::to_string(runs)
+                                 : std::string()));
 }
 
-void register_shape(const Shape& sh) {
-  for (kcnn::ConvAlgo algo : {kcnn::ConvAlgo::Reference}) {
-    const std::string name = "conv2d/" + sh.name + "/" + kcnn::to_string(algo);
-    benchmark::RegisterBenchmark(name.c_str(),
-                                 [sh, algo](benchmark::State& st) { run_conv(st, sh, algo); })
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond)
-        ->MinTime(0.5);
+void bench_baseline(benchmark::State& state, const Shape& sh, const Baseline& baseline) {
+  std::string label;
+  Timing t;
+  try {
+    const std::unique_ptr<BaselineRun> run = baseline.prepare(sh);
+    t = time_median(
+        [&] {
+          run->run();
+          Space().fence();
+        },
+        g_run->opt.reps, g_run->opt.target_seconds);
+    label = run->describe();
+  } catch (const std::exception& e) {
+    return skip(state, baseline.name + ": " + e.what());
   }
+  if (baseline.is_reference) g_run->baseline_seconds[sh.key()] = t.median;
+  report(state, sh, t);
+  state.SetLabel(sh.key() + " " + label);
 }
 
-}  // namespace
+void register_one(const std::string& name, std::function<void(benchmark::State&)> fn) {
+  benchmark::RegisterBenchmark(name.c_str(), [fn](benchmark::State& st) { fn(st); })
+      ->UseManualTime()
+      ->Iterations(1)
+      ->Unit(benchmark::kMillisecond);
+}
 
-int main(int argc, char** argv) {
-  Kokkos::ScopeGuard kokkos(argc, argv);
-  int batch = kDeviceBuild ? 10000 : 1000;
-  std::vector<Shape> custom;
-  // Our own flags first; the rest goes to Google Benchmark.
+void register_shape(const Shape& sh, const std::vector<Baseline>& baselines) {
+  for (const Baseline& b : baselines)
+    register_one(sh.benchmark_name(b.name),
+                 [sh, b](benchmark::State& st) { bench_baseline(st, sh, b); });
+  for (kcnn::ConvAlgo algo : kcnn_algorithms())
+    register_one(sh.benchmark_name(kcnn::to_string(algo)),
+                 [sh, algo](benchmark::State& st) { bench_kcnn(st, sh, algo); });
+}
+
+/// Reads our own flags; returns the rest for Google Benchmark. Throws on bad values.
+std::vector<char*> parse_args(int argc, char** argv, Options& opt) {
   std::vector<char*> rest{argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto value = [&](const char* flag) -> std::string {
-      const std::string f = flag;
-      if (a.rfind(f + "=", 0) == 0) return a.substr(f.size() + 1);
-      if (a == f && i + 1 < argc) return argv[++i];
-      return {};
+    auto is = [&](const char* flag) {
+      return a == flag || a.rfind(std::string(flag) + "=", 0) == 0;
     };
-    if (a.rfind("--shape", 0) == 0) {
-      try {
-        custom.push_back(parse_shape(value("--shape")));
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "kcnn_perf: %s\n", e.what());
-        return 2;
-      }
-    } else if (a.rfind("--batch", 0) == 0) {
-      batch = std::atoi(value("--batch").c_str());
-      if (batch < 1) {
-        std::fprintf(stderr, "kcnn_perf: --batch wants a positive integer\n");
-        return 2;
-      }
+    auto value = [&]() -> std::string {
+      const auto eq = a.find('=');
+      if (eq != std::string::npos) return a.substr(eq + 1);
+      if (i + 1 < argc) return argv[++i];
+      throw std::invalid_argument(a + " wants a value");
+    };
+    auto number = [&](double lo) {
+      const std::string v = value();
+      std::size_t used = 0;
+      const double d = std::stod(v, &used);
+      if (used != v.size() || d < lo) throw std::invalid_argument("bad value '" + v + "' for " + a);
+      return d;
+    };
+    if (is("--shape")) {
+      opt.custom.push_back(parse_shape(value()));
+    } else if (is("--batch")) {
+      opt.lenet_batch = static_cast<int>(number(1));
+    } else if (is("--reps")) {
+      opt.reps = static_cast<int>(number(1));
+    } else if (is("--target-seconds")) {
+      opt.target_seconds = number(0);
+    } else if (is("--max-seconds")) {
+      opt.max_seconds = number(0);
+    } else if (is("--algo-cache")) {
+      opt.algo_cache = value();
+    } else if (a == "--tune") {
+      opt.tune = true;
+    } else if (is("--save-algo-cache")) {
+      opt.save_algo_cache = value();
     } else {
       rest.push_back(argv[i]);
     }
   }
+  return rest;
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+int run_all(int argc, char** argv) {
+  Run run;
+  std::vector<char*> rest;
+  try {
+    rest = parse_args(argc, argv, run.opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kcnn_perf: %s\n", e.what());
+    return 2;
+  }
+  bool listing = false;  // --benchmark_list_tests: no need to measure anything
+  for (const char* a : rest)
+    listing |= std::string(a) == "--benchmark_list_tests" ||
+               std::string(a) == "--benchmark_list_tests=true";
   int rest_argc = static_cast<int>(rest.size());
   benchmark::Initialize(&rest_argc, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data())) return 2;
+  g_run = &run;
 
+  if (!run.opt.algo_cache.empty() && !kcnn::load_algo_cache(run.opt.algo_cache))
+    std::fprintf(stderr, "kcnn_perf: no algorithm cache loaded from '%s'\n",
+                 run.opt.algo_cache.c_str());
+  std::string cache_note =
+      run.opt.algo_cache.empty()
+          ? std::string("none")
+          : run.opt.algo_cache + " (" + std::to_string(kcnn::algo_cache_size()) + " entries)";
+  cache_note += run.opt.tune                 ? "; --tune: Auto runs find_best_algo's winner"
+                : run.opt.algo_cache.empty() ? "; Auto = heuristic"
+                                             : "";
+  benchmark::AddCustomContext("algo_cache", cache_note);
+  if (!listing) {
+    run.peaks = measure_peaks(kDeviceBuild);
+    calibrate(run);
+  }
+  const std::vector<Baseline> baselines = available_baselines();
+
+  // What this run is, for the console and the JSON context.
+  std::string libs, calib;
+  for (const auto& lib : baseline_libraries())
+    libs += (libs.empty() ? "" : ", ") + lib.name + " " + lib.version;
+  std::string reference = "none";
+  for (const auto& b : baselines)
+    if (b.is_reference) reference = b.name + " in the shape's layout";
+  for (const auto& [algo, gflops] : run.calibrated_gflops) {
+    calib += std::string(calib.empty() ? "" : ", ") + kcnn::to_string(algo) + " " +
+             fixed(gflops, 2) + " GFLOP/s";
+    benchmark::AddCustomContext(std::string("calibration_gflops_") + kcnn::to_string(algo),
+                                fixed(gflops, 3));
+  }
+  const Shape cal = calibration_shape();
+  const std::string skip_rule =
+      "a kcnn algorithm is not run on a shape when its FLOPs / (its GFLOP/s on the calibration "
+      "problem " +
+      cal.key() + ") exceed --max-seconds=" + fixed(run.opt.max_seconds, 2) + " s";
+  const std::string timing_rule =
+      "median of " +
+      (run.opt.reps > 0 ? std::to_string(run.opt.reps)
+                        : "as many runs as fit in --target-seconds=" +
+                              fixed(run.opt.target_seconds, 2) + " s (3 to 100)") +
+      " after one warm-up run, each fenced";
+  const Peaks& pk = run.peaks;
   benchmark::AddCustomContext("kokkos_execution_space", Space::name());
-  benchmark::AddCustomContext("batch", std::to_string(batch));
-  // The seed project's LeNet-5 convolution layers.
-  register_shape({"lenet_c1", batch, 1, 86, 86, 4, 7, 7});
-  register_shape({"lenet_c3", batch, 4, 40, 40, 16, 7, 7});
-  for (const auto& sh : custom)
-    register_shape(sh);
+  benchmark::AddCustomContext("device", pk.device);
+  benchmark::AddCustomContext("kcnn_version", KCNN_VERSION_STRING);
+  benchmark::AddCustomContext("lenet_batch", std::to_string(run.opt.lenet_batch));
+  benchmark::AddCustomContext("peak_gbs", fixed(pk.gbs, 2));
+  benchmark::AddCustomContext("peak_gflops", fixed(pk.gflops, 2));
+  benchmark::AddCustomContext("peak_copy", "Kokkos::deep_copy, 2 x " + fixed(pk.copy_mib / 2, 0) +
+                                               " MiB (bytes read + written)");
+  benchmark::AddCustomContext("peak_gemm",
+                              "KokkosBlas::gemm fp32 " + std::to_string(pk.gemm_n) + "^3");
+  benchmark::AddCustomContext("baseline_libraries", libs.empty() ? "none" : libs);
+  benchmark::AddCustomContext("vs_baseline_reference", reference);
+  std::string baseline_names, algo_names;
+  for (const auto& b : baselines)
+    baseline_names += (baseline_names.empty() ? "" : ",") + b.name;
+  for (kcnn::ConvAlgo a : kcnn_algorithms())
+    algo_names += std::string(algo_names.empty() ? "" : ",") + kcnn::to_string(a);
+  benchmark::AddCustomContext("baselines", baseline_names);
+  benchmark::AddCustomContext("kcnn_algorithms", algo_names);
+  benchmark::AddCustomContext("timing_rule", timing_rule);
+  benchmark::AddCustomContext("skip_rule", skip_rule);
+  if (!listing)
+    std::fprintf(stderr,
+                 "kcnn_perf: Kokkos %s on %s\n"
+                 "kcnn_perf: peaks: copy %.1f GB/s (%s), sgemm %.1f GFLOP/s (KokkosBlas::gemm "
+                 "%d^3)\n"
+                 "kcnn_perf: baselines: %s; vs_baseline = time of %s / time\n"
+                 "kcnn_perf: timing: %s\n"
+                 "kcnn_perf: calibration: %s\n"
+                 "kcnn_perf: skip rule: %s\n",
+                 Space::name(), pk.device.c_str(), pk.gbs,
+                 ("deep_copy 2 x " + fixed(pk.copy_mib / 2, 0) + " MiB").c_str(), pk.gflops,
+                 pk.gemm_n, libs.empty() ? "none" : libs.c_str(), reference.c_str(),
+                 timing_rule.c_str(), calib.c_str(), skip_rule.c_str());
+
+  for (const Shape& sh : default_suites(kDeviceBuild, run.opt.lenet_batch))
+    register_shape(sh, baselines);
+  for (const Shape& sh : run.opt.custom)
+    register_shape(sh, baselines);
 
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  if (!run.opt.save_algo_cache.empty() && kcnn::save_algo_cache(run.opt.save_algo_cache))
+    std::fprintf(stderr, "kcnn_perf: %zu algorithm choices saved to '%s'\n",
+                 kcnn::algo_cache_size(), run.opt.save_algo_cache.c_str());
+  shutdown_baselines();
+  g_run = nullptr;
   return 0;
+}
+
+}  // namespace
+}  // namespace kcnn_perf
+
+int main(int argc, char** argv) {
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  return kcnn_perf::run_all(argc, argv);
 }

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "impl/algo_select.hpp"
 #include "impl/conv2d_reference.hpp"
 #include "impl/conv2d_tiled.hpp"
 #include "impl/problem.hpp"
@@ -18,11 +19,6 @@
 namespace kcnn {
 
 namespace Impl {
-
-/// The algorithm `Auto` stands for on this problem. Only Reference exists so far.
-inline ConvAlgo select_conv2d_algo(const Conv2dProblem& /*pb*/) {
-  return ConvAlgo::Reference;
-}
 
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 constexpr void static_check_conv2d_views() {
@@ -52,7 +48,10 @@ constexpr void static_check_conv2d_views() {
 /// \param bias   [in]  rank 1, extent M, or extent 0 for no bias
 /// \param y      [out] output, rank 4: NCHW (N, M, P, Q) or NHWC (N, P, Q, M), with
 ///                     P = (H + 2*pad_h - dilation_h*(R-1) - 1)/stride_h + 1, Q likewise
-/// \param params [in]  stride, padding, dilation, layout, activation, algorithm
+/// \param params [in]  stride, padding, dilation, layout, activation, algorithm.
+///                     `ConvAlgo::Auto` runs find_best_algo's cached winner for this exact
+///                     problem if there is one (see find_algo.hpp), else the heuristic
+///                     Impl::select_conv2d_algo (impl/algo_select.hpp) picks.
 ///
 /// Views hold float or double (the same for all; inputs may be const), are contiguous
 /// (LayoutRight or LayoutLeft) and accessible from `ExecSpace`; y must not overlap x, w
@@ -65,10 +64,12 @@ void conv2d_forward(const ExecSpace& space, const XView& x, const WView& w, cons
   constexpr const char* op = "kcnn::conv2d_forward";
   const Impl::Conv2dProblem pb = Impl::make_conv2d_problem(op, x, w, bias, y, params);
 
-  const ConvAlgo algo = params.algo == ConvAlgo::Auto ? Impl::select_conv2d_algo(pb) : params.algo;
-  Impl::throw_if(algo != ConvAlgo::Reference && algo != ConvAlgo::Tiled, op,
-                 "ConvAlgo::", to_string(algo),
-                 " is not implemented yet (available: Reference, Tiled, Auto)");
+  const ConvAlgo algo = params.algo == ConvAlgo::Auto
+                            ? Impl::resolve_auto_algo<ExecSpace, XView, WView, YView>(pb).algo
+                            : params.algo;
+  Impl::throw_if(!Impl::is_implemented(algo), op, "ConvAlgo::", to_string(algo),
+                 " is not implemented yet (available: ", Impl::implemented_conv_algo_names(),
+                 ", Auto)");
 
   Impl::ProfilingRegion region(std::string(op) + "[" + to_string(algo) + "]");
   if (pb.empty()) return;
