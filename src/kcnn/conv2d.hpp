@@ -33,6 +33,20 @@ constexpr void static_check_conv2d_views() {
                 "kcnn::conv2d_forward: x, w, bias and y must have the same scalar type");
 }
 
+/// Runs the chosen algorithm on kernel Views (see as_kernel_view); `pb` is validated.
+template <class ExecSpace, class XView, class WView, class BView, class YView>
+void conv2d_dispatch(const ExecSpace& space, ConvAlgo algo, const XView& x, const WView& w,
+                     const BView& bias, const YView& y, const Conv2dProblem& pb) {
+  switch (algo) {
+    case ConvAlgo::Tiled:
+      conv2d_tiled(space, x, w, bias, y, pb);
+      break;
+    default:
+      conv2d_reference(space, x, w, bias, y, pb);
+      break;
+  }
+}
+
 }  // namespace Impl
 
 /// \brief 2-D convolution forward: y = activation(conv(x, w) + bias).
@@ -73,14 +87,10 @@ void conv2d_forward(const ExecSpace& space, const XView& x, const WView& w, cons
 
   Impl::ProfilingRegion region(std::string(op) + "[" + to_string(algo) + "]");
   if (pb.empty()) return;
-  switch (algo) {
-    case ConvAlgo::Tiled:
-      Impl::conv2d_tiled(space, x, w, bias, y, pb);
-      break;
-    default:
-      Impl::conv2d_reference(space, x, w, bias, y, pb);
-      break;
-  }
+  Impl::conv2d_dispatch(space, algo, Impl::as_kernel_view<ExecSpace, false>(x),
+                        Impl::as_kernel_view<ExecSpace, false>(w),
+                        Impl::as_kernel_view<ExecSpace, false>(bias),
+                        Impl::as_kernel_view<ExecSpace, true>(y), pb);
 }
 
 /// \brief conv2d_forward without bias: y = activation(conv(x, w)).

@@ -11,7 +11,7 @@
 /// BM channels x BH rows x BW columns held in registers: every staged input value it
 /// reads feeds BM multiply-adds, every staged weight feeds BH*BW.
 ///
-/// The filter extent is a template parameter for the common sizes (1, 3, 5, 7, 11) so
+/// The filter extent is a template parameter for the common sizes (1, 3, 5, 7) so
 /// the tap loops unroll; other sizes take the same kernel with runtime extents. Unit
 /// stride and dilation get their own instantiation: then every scratch index is a
 /// compile-time offset from a per-thread base and the compiler keeps reused input
@@ -442,9 +442,10 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
                        Kernel{x, w, bias, y, pb, g});
 }
 
-/// Picks the compile-time filter extents. GPUs: 1, 3, 5, 7, 11 unroll fully (square
+/// Picks the compile-time filter extents. GPUs, float: 1, 3, 5, 7 unroll fully (square
 /// filters; with non-unit stride or dilation only 3 and 7, the sizes of the strided
-/// layers we target); anything else runs with runtime extents. CPUs: runtime extents.
+/// layers we target); anything else runs with runtime extents, still tiled. CPUs and
+/// double: runtime extents.
 template <Layout L, bool Unit, class Micro, class ExecSpace, class XView, class WView, class BView,
           class YView>
 void conv2d_tiled_filter_dispatch(const ExecSpace& space, const XView& x, const WView& w,
@@ -454,9 +455,11 @@ void conv2d_tiled_filter_dispatch(const ExecSpace& space, const XView& x, const 
     constexpr int K = decltype(extent)::value;
     conv2d_tiled_launch<L, K, K, Unit, Micro>(space, x, w, bias, y, pb);
   };
-  if constexpr (std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>) {
+  if constexpr (std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace> ||
+                !std::is_same_v<view_scalar_t<YView>, float>) {
     // CPUs vectorize across output columns; unrolled taps buy little there and cost
-    // minutes of compile time per instantiation, so the host keeps runtime extents.
+    // minutes of compile time per instantiation, so the host keeps runtime extents. So
+    // does double on GPUs: supported, but not what the unrolled kernels are tuned for.
     go(std::integral_constant<int, 0>{});
   } else if constexpr (Unit) {
     switch (k) {
@@ -468,8 +471,6 @@ void conv2d_tiled_filter_dispatch(const ExecSpace& space, const XView& x, const 
         return go(std::integral_constant<int, 5>{});
       case 7:
         return go(std::integral_constant<int, 7>{});
-      case 11:
-        return go(std::integral_constant<int, 11>{});
       default:
         return go(std::integral_constant<int, 0>{});
     }
