@@ -10,6 +10,8 @@
 #include <Kokkos_Core.hpp>
 #include <kcnn/kcnn.hpp>
 
+#include "kcnn_instances.hpp"
+
 #include <array>
 #include <cmath>
 #include <cstdint>
