@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file impl/pool2d_kernels.hpp
+/// \brief The kernels of pool2d_forward (and of the pooling pass of conv2d_forward's
+///        two-pass fused path). Pooling is memory-bound: each kernel reads x about once
+///        and writes y once; the window reduction itself is pool_epilogue.hpp's.
+///
+/// - Device backends (GPU): one thread per output element, threads enumerating y in
+///   memory order, so a warp stores consecutive addresses in either layout. In NHWC a
+///   warp's loads for one window cell are consecutive channels (fully coalesced); in
+///   NCHW they are consecutive columns `stride_w` apart, and the other window columns of
+///   the same cache lines follow in the next iterations, served by L1. Index arithmetic
+///   is 32-bit when every extent product fits (integer division is the kernel's main
+///   ALU cost), 64-bit otherwise.
+/// - Host backends: one work item per output row (NCHW: a (n, c, p) row of Q outputs;
+///   NHWC: a (n, p) row of Q pixels of C channels), accumulating a block of outputs in a
+///   local array with the window loops outside, so the innermost loop runs over
+///   contiguous outputs with no branch and vectorizes (NHWC: contiguous loads; NCHW: loads
+///   `stride_w` apart). Per-element work has no integer division.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "pool_epilogue.hpp"
+#include "problem.hpp"
+#include "tensor_access.hpp"
+#include "view_checks.hpp"
+
+namespace kcnn::Impl {
+
+/// Host backends get the row kernels, every other backend the flat one.
+template <class ExecSpace>
+inline constexpr bool is_host_exec_space_v =
+    std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
+
+/// Device kernel: thread `idx` computes the idx-th element of y in memory order.
+/// `I` is the index type (int when all extents' products fit, else int64).
+template <PoolMode Mode, Layout L, class I, class XView, class BView, class YView>
+struct Pool2dFlatKernel {
+  using T = view_scalar_t<YView>;
+
+  XView x;
+  BView bias;
+  YView y;
+  Pool2dParams g;
+  I C, H, W, P, Q;
+  bool has_bias;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const I idx) const {
+    I n, c, p, q, rest = idx;
+    if constexpr (L == Layout::NCHW) {
+      q = rest % Q, rest /= Q;
+      p = rest % P, rest /= P;
+      c = rest % C, n = rest / C;
+    } else {
+      c = rest % C, rest /= C;
+      q = rest % Q, rest /= Q;
+      p = rest % P, n = rest / P;
+    }
+    const PoolWindow<I> win = pool_window(g, H, W, p, q);
+    const T v = pool_reduce<Mode, T>(win, [&](I h, I w) { return T(at<L>(x, n, c, h, w)); });
+    at<L>(y, n, c, p, q) =
+        has_bias ? pool_output(g.activation, v, T(bias(c))) : pool_output(g.activation, v);
+  }
+};
+
+/// Outputs accumulated per block on the host: 128 accumulators (0.5 KiB in float) are
+/// enough for long vectorized inner loops and stay in L1 next to the input rows.
+inline constexpr std::int64_t kPoolHostBlock = 128;
+
+/// Host kernel, NCHW: work item = one output row (n, c, p). Outputs whose window columns
+/// are all real ("inner" columns [q_inner_begin, q_inner_end), the same for every row)
+/// are accumulated in blocks with the window loops outside and the output loop inside
+/// (no branch, vectorized; loads `stride_w` apart); the few border outputs that touch
+/// the column padding go through the generic clipped reduction.
+template <PoolMode Mode, class XView, class BView, class YView>
+struct Pool2dHostRowKernel {
+  using T = view_scalar_t<YView>;
+  using Op = PoolReduce<Mode, T>;
+
+  XView x;
+  BView bias;
+  YView y;
+  Pool2dParams g;
+  std::int64_t C, H, W, P, Q;
+  bool has_bias;
+  std::int64_t q_inner_begin, q_inner_end;
+
+  Pool2dHostRowKernel(const XView& x_, const BView& bias_, const YView& y_, const Pool2dProblem& pb)
+      : x(x_),
+        bias(bias_),
+        y(y_),
+        g(pb.pool),
+        C(pb.C),
+        H(pb.H),
+        W(pb.W),
+        P(pb.P),
+        Q(pb.Q),
+        has_bias(pb.has_bias) {
+    // First q with q*stride - pad >= 0; last q with q*stride - pad + window <= W.
+    q_inner_begin = std::min<std::int64_t>((g.pad_w + g.stride_w - 1) / g.stride_w, Q);
+    const std::int64_t room = W + g.pad_w - g.window_w;
+    q_inner_end = room < 0 ? q_inner_begin
+                           : std::clamp<std::int64_t>(room / g.stride_w + 1, q_inner_begin, Q);
+  }
+
+  void operator()(const std::int64_t row) const {
+    const std::int64_t p = row % P, c = (row / P) % C, n = row / (P * C);
+    const std::int64_t h0 = p * g.stride_h - g.pad_h;
+    const std::int64_t h_begin = clip_begin(h0), h_end = clip_end(h0, g.window_h, H);
+    const T b = has_bias ? T(bias(c)) : T(0);
+
+    auto border = [&](std::int64_t q) {
+      const PoolWindow<std::int64_t> win = pool_window(g, H, W, p, q);
+      const T v = pool_reduce<Mode, T>(
+          win, [&](std::int64_t h, std::int64_t w) { return T(x(n, c, h, w)); });
+      y(n, c, p, q) = pool_output(g.activation, v, b);
+    };
+    for (std::int64_t q = 0; q < q_inner_begin; ++q)
+      border(q);
+
+    const std::int64_t sw = g.stride_w, pw = g.pad_w;
+    const int divisor = pool_divisor(g, h_end - h_begin, g.window_w);
+    T acc[kPoolHostBlock];
+    for (std::int64_t q0 = q_inner_begin; q0 < q_inner_end; q0 += kPoolHostBlock) {
+      const std::int64_t qn = std::min(kPoolHostBlock, q_inner_end - q0);
+      for (std::int64_t i = 0; i < qn; ++i)
+        acc[i] = Op::init();
+      for (std::int64_t h = h_begin; h < h_end; ++h)
+        for (std::int64_t s = 0; s < g.window_w; ++s)
+          for (std::int64_t i = 0; i < qn; ++i)
+            acc[i] = Op::add(acc[i], T(x(n, c, h, (q0 + i) * sw - pw + s)));
+      with_activation(g.activation, [&](auto act) {
+        for (std::int64_t i = 0; i < qn; ++i)
+          y(n, c, p, q0 + i) = pool_output(act.value, Op::finish(acc[i], divisor), b);
+      });
+    }
+
+    for (std::int64_t q = q_inner_end; q < Q; ++q)
+      border(q);
+  }
+};
+
+/// Host kernel, NHWC: work item = one output row (n, p) of Q pixels; per pixel, blocks of
+/// C channels accumulated with the window loops outside and the (contiguous) channel
+/// loop inside.
+template <PoolMode Mode, class XView, class BView, class YView>
+struct Pool2dHostPixelKernel {
+  using T = view_scalar_t<YView>;
+  using Op = PoolReduce<Mode, T>;
+
+  XView x;
+  BView bias;
+  YView y;
+  Pool2dParams g;
+  std::int64_t C, H, W, P, Q;
+  bool has_bias;
+
+  Pool2dHostPixelKernel(const XView& x_, const BView& bias_, const YView& y_,
+                        const Pool2dProblem& pb)
+      : x(x_),
+        bias(bias_),
+        y(y_),
+        g(pb.pool),
+        C(pb.C),
+        H(pb.H),
+        W(pb.W),
+        P(pb.P),
+        Q(pb.Q),
+        has_bias(pb.has_bias) {}
+
+  void operator()(const std::int64_t row) const {
+    const std::int64_t p = row % P, n = row / P;
+    T acc[kPoolHostBlock];
+    for (std::int64_t q = 0; q < Q; ++q) {
+      const PoolWindow<std::int64_t> win = pool_window(g, H, W, p, q);
+      for (std::int64_t c0 = 0; c0 < C; c0 += kPoolHostBlock) {
+        const std::int64_t cn = std::min(kPoolHostBlock, C - c0);
+        for (std::int64_t i = 0; i < cn; ++i)
+          acc[i] = Op::init();
+        for (std::int64_t h = win.h_begin; h < win.h_end; ++h)
+          for (std::int64_t w = win.w_begin; w < win.w_end; ++w)
+            for (std::int64_t i = 0; i < cn; ++i)
+              acc[i] = Op::add(acc[i], T(x(n, h, w, c0 + i)));
+        with_activation(g.activation, [&](auto act) {
+          for (std::int64_t i = 0; i < cn; ++i)
+            y(n, p, q, c0 + i) = pool_output(act.value, Op::finish(acc[i], win.divisor),
+                                             has_bias ? T(bias(c0 + i)) : T(0));
+        });
+      }
+    }
+  }
+};
+
+template <PoolMode Mode, Layout L, class ExecSpace, class XView, class BView, class YView>
+void pool2d_launch_layout(const ExecSpace& space, const XView& x, const BView& bias, const YView& y,
+                          const Pool2dProblem& pb) {
+  constexpr const char* label = "kcnn::pool2d::forward";
+  if constexpr (is_host_exec_space_v<ExecSpace>) {
+    using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
+    if constexpr (L == Layout::NCHW) {
+      Kokkos::parallel_for(label, Policy(space, 0, pb.N * pb.C * pb.P),
+                           Pool2dHostRowKernel<Mode, XView, BView, YView>(x, bias, y, pb));
+    } else {
+      Kokkos::parallel_for(label, Policy(space, 0, pb.N * pb.P),
+                           Pool2dHostPixelKernel<Mode, XView, BView, YView>(x, bias, y, pb));
+    }
+  } else {
+    auto launch = [&](auto index) {
+      using I = decltype(index);
+      using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<I>>;
+      Kokkos::parallel_for(
+          label, Policy(space, 0, static_cast<I>(pb.output_size())),
+          Pool2dFlatKernel<Mode, L, I, XView, BView, YView>{
+              x, bias, y, pb.pool, static_cast<I>(pb.C), static_cast<I>(pb.H), static_cast<I>(pb.W),
+              static_cast<I>(pb.P), static_cast<I>(pb.Q), pb.has_bias});
+    };
+    // 32-bit indices when no element count (and no index derived from one) can overflow.
+    constexpr std::int64_t int_max = std::numeric_limits<int>::max();
+    if (pb.input_size() < int_max && pb.output_size() < int_max) {
+      launch(int{});
+    } else {
+      launch(std::int64_t{});
+    }
+  }
+}
+
+/// Runs pool2d on validated arguments (`pb` from make_pool2d_problem, or
+/// Conv2dProblem::pooling() for the second pass of a two-pass fused convolution).
+template <class ExecSpace, class XView, class BView, class YView>
+void pool2d_launch(const ExecSpace& space, const XView& x, const BView& bias, const YView& y,
+                   const Pool2dProblem& pb) {
+  with_pool_mode(pb.pool.mode, [&](auto mode) {
+    constexpr PoolMode M = decltype(mode)::value;
+    if (pb.pool.layout == Layout::NCHW) {
+      pool2d_launch_layout<M, Layout::NCHW>(space, x, bias, y, pb);
+    } else {
+      pool2d_launch_layout<M, Layout::NHWC>(space, x, bias, y, pb);
+    }
+  });
+}
+
+}  // namespace kcnn::Impl
