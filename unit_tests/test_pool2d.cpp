@@ -4,6 +4,8 @@
 // double; then every invalid call: kcnn::Error naming the problem, y untouched.
 #include "test_support.hpp"
 
+#include <typeinfo>
+
 namespace kcnn_test {
 namespace {
 
@@ -232,6 +234,80 @@ TEST(Pool2dForwardViews, ConstAndUnmanagedInputs) {
   poison(y);
   kcnn::pool2d_forward(Space(), xc, bc, y, c.params());
   EXPECT_LE(relative_error(to_host(y), want), tolerance<float>());
+}
+
+// ---------------------------------------------------------------------------------------
+// The device kernel, run on the host: host builds check what GPUs run.
+// ---------------------------------------------------------------------------------------
+
+TEST(Pool2dKernels, FastDivmod32IsExact) {
+  std::mt19937 rng(12);
+  std::vector<std::int64_t> divisors;
+  for (std::int64_t d = 1; d <= 4100; ++d)
+    divisors.push_back(d);
+  for (std::int64_t d :
+       {65535LL, 65536LL, 65537LL, 1000003LL, (1LL << 30) + 1, (1LL << 31) - 1, 1LL << 31})
+    divisors.push_back(d);
+  for (std::int64_t d : divisors) {
+    const kcnn::Impl::FastDivmod32 div(d);
+    std::vector<std::int64_t> values{0, 1, d - 1, d, d + 1, 2 * d - 1, 2 * d, (1LL << 31) - 1};
+    for (int i = 0; i < 64; ++i)
+      values.push_back(std::uniform_int_distribution<std::int64_t>(0, (1LL << 31) - 1)(rng));
+    for (std::int64_t n : values) {
+      if (n < 0 || n > (1LL << 31) - 1) continue;
+      int quotient = -1, remainder = -1;
+      div(static_cast<int>(n), quotient, remainder);
+      ASSERT_EQ(quotient, n / d) << n << " / " << d;
+      ASSERT_EQ(remainder, n % d) << n << " % " << d;
+    }
+  }
+}
+
+template <class XView, class YView>
+void check_flat_kernel(const PoolCase& c, kcnn::Impl::Pool2dKernel kernel) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  using T = typename YView::non_const_value_type;
+  const auto xv = random_values(product(c.x_extents()), 77);
+  const auto bv = random_values(c.C, 88);
+  const auto want = host_pool2d(c, xv, bv);
+  const auto xe = c.x_extents(), ye = c.y_extents();
+  auto x_right = make_tensor<T, Host>("x", xe, xv);
+  XView x("x_any", xe[0], xe[1], xe[2], xe[3]);
+  Kokkos::deep_copy(x, x_right);
+  YView y("y", ye[0], ye[1], ye[2], ye[3]);
+  poison(y);
+  auto bias = make_vector<T, Host>("bias", c.bias ? bv : std::vector<double>{});
+  const auto pb = kcnn::Impl::make_pool2d_problem("test", x, bias, y, c.params());
+  kcnn::Impl::pool2d_launch(Host(), x, bias, y, pb, kernel);
+  Host().fence();
+  Tensor4<T, Host> y_right("y_right", ye[0], ye[1], ye[2], ye[3]);
+  Kokkos::deep_copy(y_right, y);
+  EXPECT_LE(relative_error(to_host(y_right), want), tolerance<T>())
+      << c.name << " " << kcnn::to_string(c.layout) << " " << mode_name(c) << " kernel "
+      << static_cast<int>(kernel) << " x/y " << typeid(typename XView::array_layout).name();
+}
+
+TEST(Pool2dKernels, FlatKernelOnHostMatchesReference) {
+  using Right = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace>;
+  using Left = Kokkos::View<float****, Kokkos::LayoutLeft, Kokkos::HostSpace>;
+  using RightD = Kokkos::View<double****, Kokkos::LayoutRight, Kokkos::HostSpace>;
+  int i = 0;
+  for (const auto& base : shape_families())
+    for (Layout layout : {Layout::NCHW, Layout::NHWC})
+      for (int mode = 0; mode < 3; ++mode) {
+        PoolCase c = base;
+        c.layout = layout;
+        c.mode = mode == 0 ? PoolMode::Max : PoolMode::Average;
+        c.count_include_pad = mode != 2;
+        c.activation = static_cast<Activation>(i % 4);
+        c.bias = i % 3 != 0;
+        ++i;
+        for (auto kernel : {kcnn::Impl::Pool2dKernel::Flat32, kcnn::Impl::Pool2dKernel::Flat64}) {
+          check_flat_kernel<Right, Right>(c, kernel);  // raw pointers
+          check_flat_kernel<Left, Left>(c, kernel);    // through the Views
+        }
+        check_flat_kernel<RightD, RightD>(c, kcnn::Impl::Pool2dKernel::Flat32);
+      }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -37,11 +37,54 @@ template <class ExecSpace>
 inline constexpr bool is_host_exec_space_v =
     std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
 
-/// Device kernel: thread `idx` computes the idx-th element of y in memory order.
-/// `I` is the index type (int when all extents' products fit, else int64).
+/// Quotient and remainder of a non-negative 32-bit index by a run-time constant with a
+/// wide multiply, an add and a shift instead of a division (the round-up method of
+/// Granlund and Montgomery): integer division would be the flat kernel's main ALU cost.
+/// Exact for every dividend in [0, 2^32) and divisor in [1, 2^31].
+struct FastDivmod32 {
+  std::uint32_t divisor = 1, multiplier = 1;
+  int shift = 0;
+
+  FastDivmod32() = default;
+  explicit FastDivmod32(std::int64_t d) : divisor(static_cast<std::uint32_t>(d < 1 ? 1 : d)) {
+    while ((std::uint64_t(1) << shift) < divisor)
+      ++shift;
+    // ceil-free form: floor(2^32 * (2^shift - d) / d) + 1 < 2^32
+    multiplier = static_cast<std::uint32_t>(
+        ((std::uint64_t(1) << 32) * ((std::uint64_t(1) << shift) - divisor)) / divisor + 1);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION void operator()(int n, int& quotient, int& remainder) const {
+    const std::uint64_t un = static_cast<std::uint32_t>(n);
+    const std::uint64_t q = (((un * multiplier) >> 32) + un) >> shift;
+    quotient = static_cast<int>(q);
+    remainder = static_cast<int>(un - q * divisor);
+  }
+};
+
+/// The same with 64-bit indices, by division (only for tensors of 2^31 elements or more).
+struct Divmod64 {
+  std::int64_t divisor = 1;
+
+  Divmod64() = default;
+  explicit Divmod64(std::int64_t d) : divisor(d < 1 ? 1 : d) {}
+  KOKKOS_FORCEINLINE_FUNCTION void operator()(std::int64_t n, std::int64_t& quotient,
+                                              std::int64_t& remainder) const {
+    quotient = n / divisor;
+    remainder = n - quotient * divisor;
+  }
+};
+
+/// Device kernel: thread `idx` computes the idx-th element of y in memory order, so a
+/// warp stores consecutive addresses. `I` is the index type: int when every element
+/// count fits (with FastDivmod32), else int64. LayoutRight Views (the common case) are
+/// addressed through raw pointers with offsets in `I`; other layouts through the View.
 template <PoolMode Mode, Layout L, class I, class XView, class BView, class YView>
 struct Pool2dFlatKernel {
   using T = view_scalar_t<YView>;
+  using Divmod = std::conditional_t<std::is_same_v<I, int>, FastDivmod32, Divmod64>;
+  static constexpr bool kRawPointers =
+      std::is_same_v<typename XView::array_layout, Kokkos::LayoutRight> &&
+      std::is_same_v<typename YView::array_layout, Kokkos::LayoutRight>;
 
   XView x;
   BView bias;
@@ -49,22 +92,56 @@ struct Pool2dFlatKernel {
   Pool2dParams g;
   I C, H, W, P, Q;
   bool has_bias;
+  Divmod by_C, by_P, by_Q;
+
+  Pool2dFlatKernel(const XView& x_, const BView& bias_, const YView& y_, const Pool2dProblem& pb)
+      : x(x_),
+        bias(bias_),
+        y(y_),
+        g(pb.pool),
+        C(static_cast<I>(pb.C)),
+        H(static_cast<I>(pb.H)),
+        W(static_cast<I>(pb.W)),
+        P(static_cast<I>(pb.P)),
+        Q(static_cast<I>(pb.Q)),
+        has_bias(pb.has_bias),
+        by_C(pb.C),
+        by_P(pb.P),
+        by_Q(pb.Q) {}
 
   KOKKOS_INLINE_FUNCTION void operator()(const I idx) const {
-    I n, c, p, q, rest = idx;
+    I n, c, p, q, rest;
     if constexpr (L == Layout::NCHW) {
-      q = rest % Q, rest /= Q;
-      p = rest % P, rest /= P;
-      c = rest % C, n = rest / C;
+      by_Q(idx, rest, q);
+      by_P(rest, rest, p);
+      by_C(rest, n, c);
     } else {
-      c = rest % C, rest /= C;
-      q = rest % Q, rest /= Q;
-      p = rest % P, n = rest / P;
+      by_C(idx, rest, c);
+      by_Q(rest, rest, q);
+      by_P(rest, n, p);
     }
     const PoolWindow<I> win = pool_window(g, H, W, p, q);
-    const T v = pool_reduce<Mode, T>(win, [&](I h, I w) { return T(at<L>(x, n, c, h, w)); });
-    at<L>(y, n, c, p, q) =
+    T v;
+    if constexpr (kRawPointers) {
+      const auto* xp = x.data();
+      if constexpr (L == Layout::NCHW) {
+        const I plane = (n * C + c) * H;
+        v = pool_reduce<Mode, T>(win, [&](I h, I w) { return T(xp[(plane + h) * W + w]); });
+      } else {
+        const I image = n * H;
+        v = pool_reduce<Mode, T>(win,
+                                 [&](I h, I w) { return T(xp[((image + h) * W + w) * C + c]); });
+      }
+    } else {
+      v = pool_reduce<Mode, T>(win, [&](I h, I w) { return T(at<L>(x, n, c, h, w)); });
+    }
+    const T out =
         has_bias ? pool_output(g.activation, v, T(bias(c))) : pool_output(g.activation, v);
+    if constexpr (kRawPointers) {
+      y.data()[idx] = out;
+    } else {
+      at<L>(y, n, c, p, q) = out;
+    }
   }
 };
 
@@ -196,11 +273,39 @@ struct Pool2dHostPixelKernel {
   }
 };
 
+/// The pooling kernels: the flat one with 32- or 64-bit indices (device backends), or
+/// the host row kernels. Tests run the flat kernels on the host too.
+enum class Pool2dKernel { Flat32, Flat64, HostRows };
+
+/// The kernel pool2d uses on `ExecSpace` for this problem.
+template <class ExecSpace>
+Pool2dKernel default_pool2d_kernel(const Pool2dProblem& pb) {
+  if constexpr (is_host_exec_space_v<ExecSpace>) {
+    return Pool2dKernel::HostRows;
+  } else {
+    // 32-bit indices when no element count (and no index derived from one) can
+    // overflow; FastDivmod32 needs divisors <= 2^31, which these extents then are.
+    constexpr std::int64_t int_max = std::numeric_limits<int>::max();
+    return pb.input_size() < int_max && pb.output_size() < int_max ? Pool2dKernel::Flat32
+                                                                   : Pool2dKernel::Flat64;
+  }
+}
+
 template <PoolMode Mode, Layout L, class ExecSpace, class XView, class BView, class YView>
 void pool2d_launch_layout(const ExecSpace& space, const XView& x, const BView& bias, const YView& y,
-                          const Pool2dProblem& pb) {
+                          const Pool2dProblem& pb, Pool2dKernel kernel) {
   constexpr const char* label = "kcnn::pool2d::forward";
-  if constexpr (is_host_exec_space_v<ExecSpace>) {
+  auto flat = [&](auto index) {
+    using I = decltype(index);
+    using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<I>>;
+    Kokkos::parallel_for(label, Policy(space, 0, static_cast<I>(pb.output_size())),
+                         Pool2dFlatKernel<Mode, L, I, XView, BView, YView>(x, bias, y, pb));
+  };
+  if (kernel == Pool2dKernel::Flat32) {
+    flat(int{});
+  } else if (kernel == Pool2dKernel::Flat64) {
+    flat(std::int64_t{});
+  } else if constexpr (is_host_exec_space_v<ExecSpace>) {
     using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
     if constexpr (L == Layout::NCHW) {
       Kokkos::parallel_for(label, Policy(space, 0, pb.N * pb.C * pb.P),
@@ -210,22 +315,7 @@ void pool2d_launch_layout(const ExecSpace& space, const XView& x, const BView& b
                            Pool2dHostPixelKernel<Mode, XView, BView, YView>(x, bias, y, pb));
     }
   } else {
-    auto launch = [&](auto index) {
-      using I = decltype(index);
-      using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<I>>;
-      Kokkos::parallel_for(
-          label, Policy(space, 0, static_cast<I>(pb.output_size())),
-          Pool2dFlatKernel<Mode, L, I, XView, BView, YView>{
-              x, bias, y, pb.pool, static_cast<I>(pb.C), static_cast<I>(pb.H), static_cast<I>(pb.W),
-              static_cast<I>(pb.P), static_cast<I>(pb.Q), pb.has_bias});
-    };
-    // 32-bit indices when no element count (and no index derived from one) can overflow.
-    constexpr std::int64_t int_max = std::numeric_limits<int>::max();
-    if (pb.input_size() < int_max && pb.output_size() < int_max) {
-      launch(int{});
-    } else {
-      launch(std::int64_t{});
-    }
+    throw_if(true, "kcnn::pool2d_forward", "internal: host kernels on a device backend");
   }
 }
 
@@ -233,15 +323,21 @@ void pool2d_launch_layout(const ExecSpace& space, const XView& x, const BView& b
 /// Conv2dProblem::pooling() for the second pass of a two-pass fused convolution).
 template <class ExecSpace, class XView, class BView, class YView>
 void pool2d_launch(const ExecSpace& space, const XView& x, const BView& bias, const YView& y,
-                   const Pool2dProblem& pb) {
+                   const Pool2dProblem& pb, Pool2dKernel kernel) {
   with_pool_mode(pb.pool.mode, [&](auto mode) {
     constexpr PoolMode M = decltype(mode)::value;
     if (pb.pool.layout == Layout::NCHW) {
-      pool2d_launch_layout<M, Layout::NCHW>(space, x, bias, y, pb);
+      pool2d_launch_layout<M, Layout::NCHW>(space, x, bias, y, pb, kernel);
     } else {
-      pool2d_launch_layout<M, Layout::NHWC>(space, x, bias, y, pb);
+      pool2d_launch_layout<M, Layout::NHWC>(space, x, bias, y, pb, kernel);
     }
   });
+}
+
+template <class ExecSpace, class XView, class BView, class YView>
+void pool2d_launch(const ExecSpace& space, const XView& x, const BView& bias, const YView& y,
+                   const Pool2dProblem& pb) {
+  pool2d_launch(space, x, bias, y, pb, default_pool2d_kernel<ExecSpace>(pb));
 }
 
 }  // namespace kcnn::Impl
