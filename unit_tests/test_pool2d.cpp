@@ -310,6 +310,56 @@ TEST(Pool2dKernels, FlatKernelOnHostMatchesReference) {
       }
 }
 
+// The epilogue API as a fused convolution kernel uses it: a tile of pooled outputs, the
+// convolution outputs pool_input_span names copied into tile-local storage (scratch),
+// pool_window in convolution-output coordinates, pool_reduce reading the tile.
+TEST(Pool2dKernels, TiledUseOfThePoolEpilogue) {
+  namespace I = kcnn::Impl;
+  for (const auto& base : shape_families())
+    for (int mode = 0; mode < 3; ++mode) {
+      PoolCase c = base;
+      c.N = 1, c.C = 1;
+      c.mode = mode == 0 ? PoolMode::Max : PoolMode::Average;
+      c.count_include_pad = mode != 2;
+      const auto conv_out = random_values(static_cast<std::size_t>(c.H) * c.W, 99);
+      const auto want = host_pool2d(c, conv_out, {});
+      const kcnn::Pool2dParams g = c.params();
+      const std::int64_t P = c.P(), Q = c.Q();
+      std::vector<double> got(static_cast<std::size_t>(P * Q), std::nan(""));
+      for (std::int64_t tp : {1, 2, 3})  // pooled tile extents, edges included
+        for (std::int64_t tq : {1, 4}) {
+          for (std::int64_t p0 = 0; p0 < P; p0 += tp)
+            for (std::int64_t q0 = 0; q0 < Q; q0 += tq) {
+              const std::int64_t p1 = std::min(p0 + tp, P), q1 = std::min(q0 + tq, Q);
+              std::int64_t h0, h1, w0, w1;
+              I::pool_input_span(p0, p1, g.window_h, g.stride_h, g.pad_h, std::int64_t(c.H), h0,
+                                 h1);
+              I::pool_input_span(q0, q1, g.window_w, g.stride_w, g.pad_w, std::int64_t(c.W), w0,
+                                 w1);
+              std::vector<double> tile(static_cast<std::size_t>((h1 - h0) * (w1 - w0)));
+              for (std::int64_t h = h0; h < h1; ++h)
+                for (std::int64_t w = w0; w < w1; ++w)
+                  tile[(h - h0) * (w1 - w0) + (w - w0)] = conv_out[h * c.W + w];
+              for (std::int64_t pp = p0; pp < p1; ++pp)
+                for (std::int64_t pq = q0; pq < q1; ++pq) {
+                  const auto win = I::pool_window(g, std::int64_t(c.H), std::int64_t(c.W), pp, pq);
+                  ASSERT_TRUE(win.h_begin >= h0 && win.h_end <= h1 && win.w_begin >= w0 &&
+                              win.w_end <= w1)
+                      << c.name << ": window outside the span";
+                  const auto reduce = [&](auto m) {
+                    return I::pool_reduce<decltype(m)::value, double>(
+                        win, [&](std::int64_t h, std::int64_t w) {
+                          return tile[(h - h0) * (w1 - w0) + (w - w0)];
+                        });
+                  };
+                  got[pp * Q + pq] = I::with_pool_mode(g.mode, reduce);
+                }
+            }
+          EXPECT_LE(relative_error(got, want), 1e-14) << c.name << " " << mode_name(c);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Errors
 // ---------------------------------------------------------------------------------------

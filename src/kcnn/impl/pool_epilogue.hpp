@@ -102,6 +102,11 @@ KOKKOS_INLINE_FUNCTION void pool_input_span(I out_begin, I out_end, int window, 
 }
 
 /// Reduces one window; `value(h, w)` returns the input at real coordinates (h, w).
+/// Device kernels pass device lambdas, host kernels host lambdas: nvcc's check of the
+/// call's execution space is disabled (a host instantiation never runs on the device).
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable
+#endif
 template <PoolMode Mode, class T, class I, class Value>
 KOKKOS_INLINE_FUNCTION T pool_reduce(const PoolWindow<I>& win, const Value& value) {
   using Op = PoolReduce<Mode, T>;
