@@ -9,8 +9,8 @@
 ///   warp's loads for one window cell are consecutive channels (fully coalesced); in
 ///   NCHW they are consecutive columns `stride_w` apart, and the other window columns of
 ///   the same cache lines follow in the next iterations, served by L1. Index arithmetic
-///   is 32-bit when every extent product fits (integer division is the kernel's main
-///   ALU cost), 64-bit otherwise.
+///   is 32-bit when every extent product fits, with divisions by multiply and shift
+///   (FastDivmod32), 64-bit otherwise; LayoutRight Views are read through raw pointers.
 /// - Host backends: one work item per output row (NCHW: a (n, c, p) row of Q outputs;
 ///   NHWC: a (n, p) row of Q pixels of C channels), accumulating a block of outputs in a
 ///   local array with the window loops outside, so the innermost loop runs over
