@@ -1,358 +1,539 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// kcnn_perf: Google Benchmark timings of kcnn's convolution algorithms and pooling.
+// kcnn_perf: Google Benchmark timings of kcnn's convolution algorithms beside a vendor
+// baseline (cuDNN on CUDA builds, oneDNN on host builds) in the same run.
 //
 //   kcnn_perf [--batch B] [--shape N,C,H,W,M,R,S,stride,pad[,dilation][,nhwc]]...
-//             [Google Benchmark flags, e.g. --benchmark_filter=lenet --benchmark_out=f.json]
+//             [--reps N] [--target-seconds T] [--max-seconds T]
+//             [--algo-cache FILE] [--tune] [--save-algo-cache FILE]
+//             [Google Benchmark flags, e.g. --benchmark_filter=lenet
+//              --benchmark_out=f.json --benchmark_out_format=json]
 //
-// Suites: the seed project's LeNet-5 layers (C1: B,1,86,86 -> 4, 7x7; C3: B,4,40,40 -> 16,
-// 7x7) at batch 10,000 on device builds and 1,000 on host builds (--batch overrides), plus
-// every --shape given; pooling alone on the LeNet subsampling layers (B,4,80,80 2x2 max;
-// B,16,34,34 4x4 max; GB/s = bytes read + written), and the LeNet convolution stack
-// (C1 -> ReLU -> 2x2 max -> C3 -> ReLU -> 4x4 max, with biases) as conv2d_forward with
-// params.pool ("fused") and as the sequence conv, pool, conv, pool of our own calls
-// ("unfused"); and a device copy of the 2x2 pooling input's size, the bandwidth ceiling.
-// Each run fences the execution space; the time is wall clock around launch + fence,
-// inputs are random (never zeros), one warm-up run is excluded.
+// Suites (suites.hpp): LeNet-5's C1 and C3 (batch 10,000 on device builds, 1,000 on
+// host builds; --batch overrides) at stride 1 and 2, ResNet/VGG-like 3x3 layers, 1x1
+// layers, AlexNet's conv1, odd shapes; all in NCHW and NHWC; plus every --shape.
+// Benchmarks are named conv2d/<suite>/<shape>/<layout>/<implementation>; per shape the
+// baselines run first, then every kcnn algorithm (kcnn_algorithms()), then Auto.
+//
+// Timing: one untimed warm-up run, then --reps runs (default: as many as fit in
+// --target-seconds, 3 to 100), each ending in a fence; the benchmark's time is their
+// median. Inputs are random in [-1, 1]. Counters: GFLOP/s, GB/s (x, w, bias and y each
+// moved once), frac_peak_flops and frac_peak_bw (of the ceilings measured at start-up:
+// KokkosBlas::gemm sgemm and a device-to-device deep_copy), vs_baseline (the baseline's
+// median time on the same shape in this run / this time: > 1 means faster than the
+// baseline), reps, spread ((max - min) / median).
+//
+// Auto is the heuristic alone unless: --algo-cache FILE loads a kcnn::save_algo_cache
+// file first, or --tune makes each Auto benchmark call kcnn::find_best_algo on its
+// problem first (untimed; it times every algorithm, the big ones included), so that Auto
+// runs the tuned winner; --save-algo-cache FILE writes the cache at the end.
+// --max-seconds: see the skip rule printed at start-up (default 2 s on device builds,
+// 0.5 s on host builds).
+//
+// Pooling (issue 6): pool2d/lenet/<s2|s4>/<layout>/<Max> times pool2d_forward alone on
+// the seed network's subsampling layers (B,4,80,80 2x2 max; B,16,34,34 4x4 max; GB/s =
+// bytes read + written, frac_peak_bw against the copy ceiling), and
+// lenet_stack/<fused|unfused>/<layout>/<algo> the seed network's convolution stack
+// (C1 -> ReLU -> 2x2 max -> C3 -> ReLU -> 4x4 max, with biases): "fused" is two
+// conv2d_forward calls with params.pool, "unfused" the four calls conv, pool, conv, pool
+// with the unpooled tensors in memory.
 #include <benchmark/benchmark.h>
 
 #include <Kokkos_Core.hpp>
 #include <Kokkos_Random.hpp>
 #include <kcnn/kcnn.hpp>
 
-#include <chrono>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "baselines.hpp"
+#include "peaks.hpp"
+#include "suites.hpp"
+#include "timing.hpp"
+
+namespace kcnn_perf {
 namespace {
 
 using Space = Kokkos::DefaultExecutionSpace;
 constexpr bool kDeviceBuild = !std::is_same_v<Space::memory_space, Kokkos::HostSpace>;
 
-struct Shape {
-  std::string name;
-  int N, C, H, W, M, R, S, stride = 1, pad = 0, dilation = 1;
-  kcnn::Layout layout = kcnn::Layout::NCHW;
+/// Every kcnn algorithm kcnn_perf measures: all that this build implements (a new
+/// algorithm joins by its line in kcnn::Impl::implemented_conv_algos), then Auto.
+std::vector<kcnn::ConvAlgo> kcnn_algorithms() {
+  auto algos = kcnn::implemented_conv_algos();
+  algos.push_back(kcnn::ConvAlgo::Auto);
+  return algos;
+}
 
-  int out(int in, int k) const { return (in + 2 * pad - dilation * (k - 1) - 1) / stride + 1; }
-  std::string describe() const {
-    std::ostringstream s;
-    s << N << "x" << C << "x" << H << "x" << W << " M=" << M << " " << R << "x" << S << " s"
-      << stride << " p" << pad << " d" << dilation << " " << kcnn::to_string(layout);
-    return s.str();
+struct Options {
+  int lenet_batch = kDeviceBuild ? 10000 : 1000;
+  int reps = 0;  ///< 0: adaptive
+  double target_seconds = 0.5;
+  /// A kcnn algorithm is skipped on a shape whose estimated run time exceeds this.
+  double max_seconds = kDeviceBuild ? 2.0 : 0.5;
+  std::vector<Shape> custom;
+  std::string algo_cache;       ///< kcnn::load_algo_cache(this) first: Auto uses tuned choices
+  bool tune = false;            ///< Auto benchmarks call kcnn::find_best_algo first (untimed)
+  std::string save_algo_cache;  ///< kcnn::save_algo_cache(this) at the end
+};
+
+/// What the benchmarks share: options, ceilings, calibrated rates and baseline times.
+struct Run {
+  Options opt;
+  Peaks peaks;
+  std::map<kcnn::ConvAlgo, double> calibrated_gflops;
+  std::map<std::string, double> baseline_seconds;  ///< by Shape::key()
+};
+Run* g_run = nullptr;
+
+/// A shape's data on the default execution space, and kcnn's convolution of it.
+struct KcnnProblem : ShapeData<Space> {
+  using ShapeData<Space>::ShapeData;
+  void forward(kcnn::ConvAlgo algo, const Shape& sh) const {
+    auto params = sh.params();
+    params.algo = algo;
+    kcnn::conv2d_forward(Space(), x, w, bias, y, params);
   }
 };
 
-/// Parses N,C,H,W,M,R,S,stride,pad[,dilation][,nhwc|nchw].
-Shape parse_shape(const std::string& text) {
-  Shape s{"custom", 0, 0, 0, 0, 0, 0, 0};
-  std::vector<std::string> fields;
-  std::stringstream in(text);
-  for (std::string f; std::getline(in, f, ',');)
-    fields.push_back(f);
-  if (fields.size() < 9 || fields.size() > 11)
-    throw std::invalid_argument("--shape wants N,C,H,W,M,R,S,stride,pad[,dilation][,nhwc], got '" +
-                                text + "'");
-  int* ints[] = {&s.N, &s.C, &s.H, &s.W, &s.M, &s.R, &s.S, &s.stride, &s.pad, &s.dilation};
-  for (std::size_t i = 0; i < fields.size(); ++i) {
-    if (fields[i] == "nhwc" || fields[i] == "nchw") {
-      if (i + 1 != fields.size()) throw std::invalid_argument("layout must come last in --shape");
-      s.layout = fields[i] == "nhwc" ? kcnn::Layout::NHWC : kcnn::Layout::NCHW;
-    } else if (i < 10) {
-      *ints[i] = std::stoi(fields[i]);
-    } else {
-      throw std::invalid_argument("11th --shape field must be nhwc or nchw, got '" + fields[i] +
-                                  "'");
-    }
-  }
-  s.name = "custom[" + text + "]";
-  return s;
+/// The problem each algorithm's rate is measured on at start-up, for the skip rule.
+Shape calibration_shape() {
+  return {"calibration", "c16_32", kDeviceBuild ? 256 : 2, 16, 32, 32, 16, 3, 3, 1, 1};
 }
 
-void run_conv(benchmark::State& state, const Shape& sh, kcnn::ConvAlgo algo) {
-  using Tensor = Kokkos::View<float****, Kokkos::LayoutRight, Space::memory_space>;
-  const bool nhwc = sh.layout == kcnn::Layout::NHWC;
-  const int P = sh.out(sh.H, sh.R), Q = sh.out(sh.W, sh.S);
-  Tensor x = nhwc ? Tensor("x", sh.N, sh.H, sh.W, sh.C) : Tensor("x", sh.N, sh.C, sh.H, sh.W);
-  Tensor w = nhwc ? Tensor("w", sh.M, sh.R, sh.S, sh.C) : Tensor("w", sh.M, sh.C, sh.R, sh.S);
-  Tensor y = nhwc ? Tensor("y", sh.N, P, Q, sh.M) : Tensor("y", sh.N, sh.M, P, Q);
-  Kokkos::View<float*, Space::memory_space> bias("bias", sh.M);
-  Kokkos::Random_XorShift64_Pool<Space> pool(7);
-  Kokkos::fill_random(x, pool, -1.0f, 1.0f);
-  Kokkos::fill_random(w, pool, -1.0f, 1.0f);
-  Kokkos::fill_random(bias, pool, -1.0f, 1.0f);
+void calibrate(Run& run) {
+  const Shape sh = calibration_shape();
+  const KcnnProblem p(sh);
+  for (kcnn::ConvAlgo algo : kcnn::implemented_conv_algos()) {
+    try {
+      const Timing t = time_median(
+          [&] {
+            p.forward(algo, sh);
+            Space().fence();
+          },
+          3, 0);
+      run.calibrated_gflops[algo] = sh.flops() / t.median * 1e-9;
+    } catch (const kcnn::Error&) {
+      // Not applicable to the calibration problem: never skipped by the estimate.
+    }
+  }
+}
 
-  kcnn::Conv2dParams params;
-  params.stride_h = params.stride_w = sh.stride;
-  params.pad_h = params.pad_w = sh.pad;
-  params.dilation_h = params.dilation_w = sh.dilation;
-  params.layout = sh.layout;
-  params.activation = kcnn::Activation::ReLU;
+void skip(benchmark::State& state, const std::string& why) {
+  state.SkipWithError(why.c_str());
+}
+
+void report(benchmark::State& state, const Shape& sh, const Timing& t) {
+  for (auto _ : state)
+    state.SetIterationTime(t.median);
+  const double gflops = sh.flops() / t.median * 1e-9, gbs = sh.bytes() / t.median * 1e-9;
+  state.counters["GFLOP/s"] = gflops;
+  state.counters["GB/s"] = gbs;
+  if (g_run->peaks.gflops > 0) state.counters["frac_peak_flops"] = gflops / g_run->peaks.gflops;
+  if (g_run->peaks.gbs > 0) state.counters["frac_peak_bw"] = gbs / g_run->peaks.gbs;
+  const auto base = g_run->baseline_seconds.find(sh.key());
+  if (base != g_run->baseline_seconds.end())
+    state.counters["vs_baseline"] = base->second / t.median;
+  state.counters["reps"] = t.reps;
+  state.counters["spread"] = (t.max - t.min) / t.median;
+}
+
+void bench_kcnn(benchmark::State& state, const Shape& sh, kcnn::ConvAlgo algo) {
+  const KcnnProblem p(sh);
+  auto params = sh.params();
   params.algo = algo;
-
-  const Space space;
+  kcnn::ConvAlgo runs = algo;
   try {
-    kcnn::conv2d_forward(space, x, w, bias, y, params);  // warm-up, and validation
-    space.fence();
+    if (algo == kcnn::ConvAlgo::Auto && g_run->opt.tune)
+      kcnn::find_best_algo(Space(), p.x, p.w, p.bias, p.y, params, {3, true});
+    runs = kcnn::resolve_conv2d_algo(Space(), p.x, p.w, p.bias, p.y, params);
   } catch (const kcnn::Error& e) {
-    state.SkipWithError(e.what());
-    return;
+    return skip(state, e.what());
   }
-  for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
-    kcnn::conv2d_forward(space, x, w, bias, y, params);
-    space.fence();
-    state.SetIterationTime(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  const auto rate = g_run->calibrated_gflops.find(runs);
+  if (rate != g_run->calibrated_gflops.end()) {
+    const double estimate = sh.flops() / (rate->second * 1e9);
+    if (estimate > g_run->opt.max_seconds) {
+      std::ostringstream why;
+      why.precision(3);
+      why << "skipped: " << kcnn::to_string(runs) << " would take ~" << estimate
+          << " s per run (> --max-seconds " << g_run->opt.max_seconds << ")";
+      return skip(state, why.str());
+    }
   }
-  const double flops = 2.0 * sh.N * sh.M * P * Q * double(sh.C) * sh.R * sh.S;
-  const double bytes = sizeof(float) * (double(x.span()) + w.span() + bias.span() + y.span());
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["GB/s"] =
-      benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(sh.describe());
+  Timing t;
+  try {
+    t = time_median(
+        [&] {
+          p.forward(algo, sh);
+          Space().fence();
+        },
+        g_run->opt.reps, g_run->opt.target_seconds);
+  } catch (const kcnn::Error& e) {
+    return skip(state, e.what());
+  }
+  report(state, sh, t);
+  state.SetLabel(sh.key() + (algo == kcnn::ConvAlgo::Auto
+                                 ? std::string(" auto=") + kcnn::to_string(runs)
+                                 : std::string()));
+}
+
+void bench_baseline(benchmark::State& state, const Shape& sh, const Baseline& baseline) {
+  std::string label;
+  Timing t;
+  try {
+    const std::unique_ptr<BaselineRun> run = baseline.prepare(sh);
+    t = time_median(
+        [&] {
+          run->run();
+          Space().fence();
+        },
+        g_run->opt.reps, g_run->opt.target_seconds);
+    label = run->describe();
+  } catch (const std::exception& e) {
+    return skip(state, baseline.name + ": " + e.what());
+  }
+  if (baseline.is_reference) g_run->baseline_seconds[sh.key()] = t.median;
+  report(state, sh, t);
+  state.SetLabel(sh.key() + " " + label);
+}
+
+/// Median time of `once` (launch + fence) with this run's repetition rule, or a skip.
+template <class F>
+bool time_or_skip(benchmark::State& state, F&& once, Timing& t) {
+  try {
+    t = time_median(
+        [&] {
+          once();
+          Space().fence();
+        },
+        g_run->opt.reps, g_run->opt.target_seconds);
+  } catch (const kcnn::Error& e) {
+    skip(state, e.what());
+    return false;
+  }
+  for (auto _ : state)
+    state.SetIterationTime(t.median);
+  state.counters["reps"] = t.reps;
+  state.counters["spread"] = (t.max - t.min) / t.median;
+  return true;
 }
 
 using Tensor4 = Kokkos::View<float****, Kokkos::LayoutRight, Space::memory_space>;
 using Tensor1 = Kokkos::View<float*, Space::memory_space>;
 
-/// A tensor of logical extents (n, c, h, w) stored in `layout`, filled with random values.
-Tensor4 random_tensor(const std::string& label, kcnn::Layout layout, int n, int c, int h, int w,
-                      std::uint64_t seed) {
+/// A tensor of logical extents (n, c, h, w) stored in `layout`; random in [-1, 1] if
+/// `seed` is not 0.
+Tensor4 tensor(const std::string& label, kcnn::Layout layout, int n, int c, int h, int w,
+               unsigned seed = 0) {
   Tensor4 t =
       layout == kcnn::Layout::NHWC ? Tensor4(label, n, h, w, c) : Tensor4(label, n, c, h, w);
-  Kokkos::Random_XorShift64_Pool<Space> pool(seed);
-  Kokkos::fill_random(t, pool, -1.0f, 1.0f);
+  if (seed != 0) {
+    Kokkos::Random_XorShift64_Pool<Space> pool(seed);
+    Kokkos::fill_random(t, pool, -1.0f, 1.0f);
+  }
   return t;
 }
 
-Tensor4 output_tensor(const std::string& label, kcnn::Layout layout, int n, int c, int h, int w) {
-  return layout == kcnn::Layout::NHWC ? Tensor4(label, n, h, w, c) : Tensor4(label, n, c, h, w);
-}
-
-/// Times `call` (launch + fence) after one warm-up call that also validates.
-template <class Call>
-bool time_calls(benchmark::State& state, Call&& call) {
-  const Space space;
-  try {
-    call(space);
-    space.fence();
-  } catch (const kcnn::Error& e) {
-    state.SkipWithError(e.what());
-    return false;
-  }
-  for (auto _ : state) {
-    const auto t0 = std::chrono::steady_clock::now();
-    call(space);
-    space.fence();
-    state.SetIterationTime(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return true;
-}
-
-/// One pooling layer: x of (N, C, H, W) pooled by a square window.
+/// One pooling layer: (N, C, H, W) pooled by a square window.
 struct PoolShape {
   std::string name;
-  int N, C, H, W, window, stride, pad = 0;
+  int N, C, H, W, window, stride;
   kcnn::PoolMode mode = kcnn::PoolMode::Max;
   kcnn::Layout layout = kcnn::Layout::NCHW;
 
-  int out(int in) const { return (in + 2 * pad - window) / stride + 1; }
-  std::string describe() const {
+  int out(int in) const { return (in - window) / stride + 1; }
+  std::string key() const {
     std::ostringstream s;
-    s << N << "x" << C << "x" << H << "x" << W << " " << kcnn::to_string(mode) << " " << window
-      << "x" << window << " s" << stride << " p" << pad << " " << kcnn::to_string(layout);
+    s << N << 'x' << C << 'x' << H << 'x' << W << ' ' << kcnn::to_string(mode) << ' ' << window
+      << 'x' << window << " s" << stride << ' ' << kcnn::to_string(layout);
     return s.str();
   }
 };
 
-void run_pool(benchmark::State& state, const PoolShape& sh) {
-  Tensor4 x = random_tensor("x", sh.layout, sh.N, sh.C, sh.H, sh.W, 11);
-  Tensor4 y = output_tensor("y", sh.layout, sh.N, sh.C, sh.out(sh.H), sh.out(sh.W));
+void bench_pool(benchmark::State& state, const PoolShape& sh) {
+  const Tensor4 x = tensor("x", sh.layout, sh.N, sh.C, sh.H, sh.W, 11);
+  const Tensor4 y = tensor("y", sh.layout, sh.N, sh.C, sh.out(sh.H), sh.out(sh.W));
   kcnn::Pool2dParams params;
   params.mode = sh.mode;
   params.window_h = params.window_w = sh.window;
   params.stride_h = params.stride_w = sh.stride;
-  params.pad_h = params.pad_w = sh.pad;
   params.layout = sh.layout;
-  if (!time_calls(state, [&](const Space& space) { kcnn::pool2d_forward(space, x, y, params); }))
+  Timing t;
+  if (!time_or_skip(
+          state, [&] { kcnn::pool2d_forward(Space(), x, y, params); }, t))
     return;
-  const double bytes = sizeof(float) * (double(x.span()) + y.span());
-  state.counters["GB/s"] =
-      benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(sh.describe());
-}
-
-void register_pool(const PoolShape& sh) {
-  const std::string name =
-      "pool2d/" + sh.name + "/" + kcnn::to_string(sh.mode) + "/" + kcnn::to_string(sh.layout);
-  benchmark::RegisterBenchmark(name.c_str(), [sh](benchmark::State& st) { run_pool(st, sh); })
-      ->UseManualTime()
-      ->Unit(benchmark::kMillisecond)
-      ->MinTime(0.5);
-}
-
-/// The device's copy bandwidth on a tensor as large as a pooling input: deep_copy of
-/// `elements` floats; GB/s counts bytes read + written, like the pooling benchmarks.
-void run_copy(benchmark::State& state, std::int64_t elements) {
-  Tensor1 a("a", elements), b("b", elements);
-  Kokkos::Random_XorShift64_Pool<Space> rng(5);
-  Kokkos::fill_random(a, rng, -1.0f, 1.0f);
-  if (!time_calls(state, [&](const Space& space) { Kokkos::deep_copy(space, b, a); })) return;
-  state.counters["GB/s"] = benchmark::Counter(2.0 * sizeof(float) * double(elements) * 1e-9,
-                                              benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(std::to_string(elements) + " floats");
-}
-
-void register_copy(const std::string& name, std::int64_t elements) {
-  benchmark::RegisterBenchmark(("copy/" + name).c_str(),
-                               [elements](benchmark::State& st) { run_copy(st, elements); })
-      ->UseManualTime()
-      ->Unit(benchmark::kMillisecond)
-      ->MinTime(0.5);
+  const double gbs = sizeof(float) * (double(x.span()) + double(y.span())) / t.median * 1e-9;
+  state.counters["GB/s"] = gbs;
+  if (g_run->peaks.gbs > 0) state.counters["frac_peak_bw"] = gbs / g_run->peaks.gbs;
+  state.SetLabel(sh.key());
 }
 
 /// The seed network's convolution stack at batch B: C1 (1 -> 4 maps, 7x7, 86x86 -> 80x80)
 /// -> ReLU -> 2x2 max pool (40x40) -> C3 (4 -> 16 maps, 7x7, 34x34) -> ReLU -> 4x4 max
-/// pool (8x8), with biases. `fused`: two conv2d_forward calls with params.pool; else the
-/// four calls conv, pool, conv, pool with the unpooled tensors in memory.
-void run_lenet_stack(benchmark::State& state, int batch, kcnn::Layout layout, bool fused,
-                     kcnn::ConvAlgo algo) {
-  const int B = batch;
-  Tensor4 x = random_tensor("x", layout, B, 1, 86, 86, 1);
-  Tensor4 w1 = random_tensor("w1", layout, 4, 1, 7, 7, 2);
-  Tensor4 w3 = random_tensor("w3", layout, 16, 4, 7, 7, 3);
+/// pool (8x8), with biases.
+void bench_lenet_stack(benchmark::State& state, int B, kcnn::Layout layout, bool fused,
+                       kcnn::ConvAlgo algo) {
+  const double flops = 2.0 * B * (4.0 * 80 * 80 * 1 * 7 * 7 + 16.0 * 34 * 34 * 4 * 7 * 7);
+  const auto rate = g_run->calibrated_gflops.find(algo);
+  if (rate != g_run->calibrated_gflops.end() &&
+      flops / (rate->second * 1e9) > g_run->opt.max_seconds)
+    return skip(state, std::string("skipped: ") + kcnn::to_string(algo) +
+                           " would exceed --max-seconds on this stack");
+  const Tensor4 x = tensor("x", layout, B, 1, 86, 86, 1);
+  const Tensor4 w1 = tensor("w1", layout, 4, 1, 7, 7, 2), w3 = tensor("w3", layout, 16, 4, 7, 7, 3);
   Tensor1 b1("b1", 4), b3("b3", 16);
   Kokkos::Random_XorShift64_Pool<Space> rng(4);
   Kokkos::fill_random(b1, rng, -1.0f, 1.0f);
   Kokkos::fill_random(b3, rng, -1.0f, 1.0f);
-  Tensor4 s2 = output_tensor("s2", layout, B, 4, 40, 40);
-  Tensor4 s4 = output_tensor("s4", layout, B, 16, 8, 8);
-  Tensor4 c1, c3;  // unpooled outputs, unfused sequence only
+  const Tensor4 s2 = tensor("s2", layout, B, 4, 40, 40), s4 = tensor("s4", layout, B, 16, 8, 8);
+  Tensor4 c1, c3;  // the unpooled outputs: the unfused sequence only
   if (!fused) {
-    c1 = output_tensor("c1", layout, B, 4, 80, 80);
-    c3 = output_tensor("c3", layout, B, 16, 34, 34);
+    c1 = tensor("c1", layout, B, 4, 80, 80);
+    c3 = tensor("c3", layout, B, 16, 34, 34);
   }
-
   kcnn::Conv2dParams conv;
   conv.layout = layout;
   conv.activation = kcnn::Activation::ReLU;
   conv.algo = algo;
-  kcnn::Pool2dParams pool2, pool4;
-  pool2.layout = pool4.layout = layout;  // Max, 2x2 stride 2 by default
+  kcnn::Pool2dParams pool2, pool4;  // Max, 2x2 stride 2 by default
+  pool2.layout = pool4.layout = layout;
   pool4.window_h = pool4.window_w = pool4.stride_h = pool4.stride_w = 4;
   kcnn::Conv2dParams conv_pool2 = conv, conv_pool4 = conv;
   conv_pool2.pool = pool2;
   conv_pool4.pool = pool4;
-
-  const bool ok = time_calls(state, [&](const Space& space) {
-    if (fused) {
-      kcnn::conv2d_forward(space, x, w1, b1, s2, conv_pool2);
-      kcnn::conv2d_forward(space, s2, w3, b3, s4, conv_pool4);
-    } else {
-      kcnn::conv2d_forward(space, x, w1, b1, c1, conv);
-      kcnn::pool2d_forward(space, c1, s2, pool2);
-      kcnn::conv2d_forward(space, s2, w3, b3, c3, conv);
-      kcnn::pool2d_forward(space, c3, s4, pool4);
-    }
-  });
+  Timing t;
+  const bool ok = time_or_skip(
+      state,
+      [&] {
+        if (fused) {
+          kcnn::conv2d_forward(Space(), x, w1, b1, s2, conv_pool2);
+          kcnn::conv2d_forward(Space(), s2, w3, b3, s4, conv_pool4);
+        } else {
+          kcnn::conv2d_forward(Space(), x, w1, b1, c1, conv);
+          kcnn::pool2d_forward(Space(), c1, s2, pool2);
+          kcnn::conv2d_forward(Space(), s2, w3, b3, c3, conv);
+          kcnn::pool2d_forward(Space(), c3, s4, pool4);
+        }
+      },
+      t);
   if (!ok) return;
-  const double flops =
-      2.0 * B * (4.0 * 80 * 80 * 1 * 7 * 7) + 2.0 * B * (16.0 * 34 * 34 * 4 * 7 * 7);
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  std::ostringstream label;
-  label << "B=" << B << " C1 7x7 ReLU max2 -> C3 7x7 ReLU max4 " << kcnn::to_string(layout);
-  state.SetLabel(label.str());
+  const double gflops = flops / t.median * 1e-9;
+  state.counters["GFLOP/s"] = gflops;
+  if (g_run->peaks.gflops > 0) state.counters["frac_peak_flops"] = gflops / g_run->peaks.gflops;
+  state.SetLabel("B=" + std::to_string(B) + " C1 7x7 ReLU max2 -> C3 7x7 ReLU max4 " +
+                 kcnn::to_string(layout));
 }
 
-void register_lenet_stack(int batch) {
-  for (kcnn::Layout layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC})
-    for (bool fused : {true, false})
-      for (kcnn::ConvAlgo algo : {kcnn::ConvAlgo::Reference}) {
-        const std::string name = std::string("lenet_stack/") + (fused ? "fused/" : "unfused/") +
-                                 kcnn::to_string(algo) + "/" + kcnn::to_string(layout);
-        benchmark::RegisterBenchmark(name.c_str(),
-                                     [batch, layout, fused, algo](benchmark::State& st) {
-                                       run_lenet_stack(st, batch, layout, fused, algo);
-                                     })
-            ->UseManualTime()
-            ->Unit(benchmark::kMillisecond)
-            ->MinTime(0.5);
-      }
-}
+void register_one(const std::string& name, std::function<void(benchmark::State&)> fn);
 
-void register_shape(const Shape& sh) {
-  for (kcnn::ConvAlgo algo : {kcnn::ConvAlgo::Reference}) {
-    const std::string name = "conv2d/" + sh.name + "/" + kcnn::to_string(algo);
-    benchmark::RegisterBenchmark(name.c_str(),
-                                 [sh, algo](benchmark::State& st) { run_conv(st, sh, algo); })
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond)
-        ->MinTime(0.5);
+/// Pooling alone on the LeNet subsampling layers, and the LeNet stack fused and unfused
+/// for every implemented algorithm, in both layouts.
+void register_pool_benchmarks(int batch) {
+  for (kcnn::Layout layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
+    for (const PoolShape& sh :
+         {PoolShape{"s2", batch, 4, 80, 80, 2, 2, kcnn::PoolMode::Max, layout},
+          PoolShape{"s4", batch, 16, 34, 34, 4, 4, kcnn::PoolMode::Max, layout}})
+      register_one("pool2d/lenet/" + sh.name + "/" + kcnn::to_string(layout) + "/" +
+                       kcnn::to_string(sh.mode),
+                   [sh](benchmark::State& st) { bench_pool(st, sh); });
+    for (kcnn::ConvAlgo algo : kcnn::implemented_conv_algos())
+      for (bool fused : {true, false})
+        register_one(std::string("lenet_stack/") + (fused ? "fused/" : "unfused/") +
+                         kcnn::to_string(layout) + "/" + kcnn::to_string(algo),
+                     [batch, layout, fused, algo](benchmark::State& st) {
+                       bench_lenet_stack(st, batch, layout, fused, algo);
+                     });
   }
 }
 
-}  // namespace
+void register_one(const std::string& name, std::function<void(benchmark::State&)> fn) {
+  benchmark::RegisterBenchmark(name.c_str(), [fn](benchmark::State& st) { fn(st); })
+      ->UseManualTime()
+      ->Iterations(1)
+      ->Unit(benchmark::kMillisecond);
+}
 
-int main(int argc, char** argv) {
-  Kokkos::ScopeGuard kokkos(argc, argv);
-  int batch = kDeviceBuild ? 10000 : 1000;
-  std::vector<Shape> custom;
-  // Our own flags first; the rest goes to Google Benchmark.
+void register_shape(const Shape& sh, const std::vector<Baseline>& baselines) {
+  for (const Baseline& b : baselines)
+    register_one(sh.benchmark_name(b.name),
+                 [sh, b](benchmark::State& st) { bench_baseline(st, sh, b); });
+  for (kcnn::ConvAlgo algo : kcnn_algorithms())
+    register_one(sh.benchmark_name(kcnn::to_string(algo)),
+                 [sh, algo](benchmark::State& st) { bench_kcnn(st, sh, algo); });
+}
+
+/// Reads our own flags; returns the rest for Google Benchmark. Throws on bad values.
+std::vector<char*> parse_args(int argc, char** argv, Options& opt) {
   std::vector<char*> rest{argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto value = [&](const char* flag) -> std::string {
-      const std::string f = flag;
-      if (a.rfind(f + "=", 0) == 0) return a.substr(f.size() + 1);
-      if (a == f && i + 1 < argc) return argv[++i];
-      return {};
+    auto is = [&](const char* flag) {
+      return a == flag || a.rfind(std::string(flag) + "=", 0) == 0;
     };
-    if (a.rfind("--shape", 0) == 0) {
-      try {
-        custom.push_back(parse_shape(value("--shape")));
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "kcnn_perf: %s\n", e.what());
-        return 2;
-      }
-    } else if (a.rfind("--batch", 0) == 0) {
-      batch = std::atoi(value("--batch").c_str());
-      if (batch < 1) {
-        std::fprintf(stderr, "kcnn_perf: --batch wants a positive integer\n");
-        return 2;
-      }
+    auto value = [&]() -> std::string {
+      const auto eq = a.find('=');
+      if (eq != std::string::npos) return a.substr(eq + 1);
+      if (i + 1 < argc) return argv[++i];
+      throw std::invalid_argument(a + " wants a value");
+    };
+    auto number = [&](double lo) {
+      const std::string v = value();
+      std::size_t used = 0;
+      const double d = std::stod(v, &used);
+      if (used != v.size() || d < lo) throw std::invalid_argument("bad value '" + v + "' for " + a);
+      return d;
+    };
+    if (is("--shape")) {
+      opt.custom.push_back(parse_shape(value()));
+    } else if (is("--batch")) {
+      opt.lenet_batch = static_cast<int>(number(1));
+    } else if (is("--reps")) {
+      opt.reps = static_cast<int>(number(1));
+    } else if (is("--target-seconds")) {
+      opt.target_seconds = number(0);
+    } else if (is("--max-seconds")) {
+      opt.max_seconds = number(0);
+    } else if (is("--algo-cache")) {
+      opt.algo_cache = value();
+    } else if (a == "--tune") {
+      opt.tune = true;
+    } else if (is("--save-algo-cache")) {
+      opt.save_algo_cache = value();
     } else {
       rest.push_back(argv[i]);
     }
   }
+  return rest;
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+int run_all(int argc, char** argv) {
+  Run run;
+  std::vector<char*> rest;
+  try {
+    rest = parse_args(argc, argv, run.opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kcnn_perf: %s\n", e.what());
+    return 2;
+  }
+  bool listing = false;  // --benchmark_list_tests: no need to measure anything
+  for (const char* a : rest)
+    listing |= std::string(a) == "--benchmark_list_tests" ||
+               std::string(a) == "--benchmark_list_tests=true";
   int rest_argc = static_cast<int>(rest.size());
   benchmark::Initialize(&rest_argc, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data())) return 2;
+  g_run = &run;
 
-  benchmark::AddCustomContext("kokkos_execution_space", Space::name());
-  benchmark::AddCustomContext("batch", std::to_string(batch));
-  // The seed project's LeNet-5 convolution layers.
-  register_shape({"lenet_c1", batch, 1, 86, 86, 4, 7, 7});
-  register_shape({"lenet_c3", batch, 4, 40, 40, 16, 7, 7});
-  for (const auto& sh : custom)
-    register_shape(sh);
-  // The seed project's subsampling layers: pooling alone (against the copy bandwidth on
-  // the larger input), then the whole conv stack.
-  register_copy("lenet_s2_input", std::int64_t(batch) * 4 * 80 * 80);
-  for (kcnn::Layout layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
-    register_pool({"lenet_s2", batch, 4, 80, 80, 2, 2, 0, kcnn::PoolMode::Max, layout});
-    register_pool({"lenet_s4", batch, 16, 34, 34, 4, 4, 0, kcnn::PoolMode::Max, layout});
+  if (!run.opt.algo_cache.empty() && !kcnn::load_algo_cache(run.opt.algo_cache))
+    std::fprintf(stderr, "kcnn_perf: no algorithm cache loaded from '%s'\n",
+                 run.opt.algo_cache.c_str());
+  std::string cache_note =
+      run.opt.algo_cache.empty()
+          ? std::string("none")
+          : run.opt.algo_cache + " (" + std::to_string(kcnn::algo_cache_size()) + " entries)";
+  cache_note += run.opt.tune                 ? "; --tune: Auto runs find_best_algo's winner"
+                : run.opt.algo_cache.empty() ? "; Auto = heuristic"
+                                             : "";
+  benchmark::AddCustomContext("algo_cache", cache_note);
+  if (!listing) {
+    run.peaks = measure_peaks(kDeviceBuild);
+    calibrate(run);
   }
-  register_lenet_stack(batch);
+  const std::vector<Baseline> baselines = available_baselines();
+
+  // What this run is, for the console and the JSON context.
+  std::string libs, calib;
+  for (const auto& lib : baseline_libraries())
+    libs += (libs.empty() ? "" : ", ") + lib.name + " " + lib.version;
+  std::string reference = "none";
+  for (const auto& b : baselines)
+    if (b.is_reference) reference = b.name + " in the shape's layout";
+  for (const auto& [algo, gflops] : run.calibrated_gflops) {
+    calib += std::string(calib.empty() ? "" : ", ") + kcnn::to_string(algo) + " " +
+             fixed(gflops, 2) + " GFLOP/s";
+    benchmark::AddCustomContext(std::string("calibration_gflops_") + kcnn::to_string(algo),
+                                fixed(gflops, 3));
+  }
+  const Shape cal = calibration_shape();
+  const std::string skip_rule =
+      "a kcnn algorithm is not run on a shape when its FLOPs / (its GFLOP/s on the calibration "
+      "problem " +
+      cal.key() + ") exceed --max-seconds=" + fixed(run.opt.max_seconds, 2) + " s";
+  const std::string timing_rule =
+      "median of " +
+      (run.opt.reps > 0 ? std::to_string(run.opt.reps)
+                        : "as many runs as fit in --target-seconds=" +
+                              fixed(run.opt.target_seconds, 2) + " s (3 to 100)") +
+      " after one warm-up run, each fenced";
+  const Peaks& pk = run.peaks;
+  benchmark::AddCustomContext("kokkos_execution_space", Space::name());
+  benchmark::AddCustomContext("device", pk.device);
+  benchmark::AddCustomContext("kcnn_version", KCNN_VERSION_STRING);
+  benchmark::AddCustomContext("lenet_batch", std::to_string(run.opt.lenet_batch));
+  benchmark::AddCustomContext("peak_gbs", fixed(pk.gbs, 2));
+  benchmark::AddCustomContext("peak_gflops", fixed(pk.gflops, 2));
+  benchmark::AddCustomContext("peak_copy", "Kokkos::deep_copy, 2 x " + fixed(pk.copy_mib / 2, 0) +
+                                               " MiB (bytes read + written)");
+  benchmark::AddCustomContext("peak_gemm",
+                              "KokkosBlas::gemm fp32 " + std::to_string(pk.gemm_n) + "^3");
+  benchmark::AddCustomContext("baseline_libraries", libs.empty() ? "none" : libs);
+  benchmark::AddCustomContext("vs_baseline_reference", reference);
+  std::string baseline_names, algo_names;
+  for (const auto& b : baselines)
+    baseline_names += (baseline_names.empty() ? "" : ",") + b.name;
+  for (kcnn::ConvAlgo a : kcnn_algorithms())
+    algo_names += std::string(algo_names.empty() ? "" : ",") + kcnn::to_string(a);
+  benchmark::AddCustomContext("baselines", baseline_names);
+  benchmark::AddCustomContext("kcnn_algorithms", algo_names);
+  benchmark::AddCustomContext("timing_rule", timing_rule);
+  benchmark::AddCustomContext("skip_rule", skip_rule);
+  if (!listing)
+    std::fprintf(stderr,
+                 "kcnn_perf: Kokkos %s on %s\n"
+                 "kcnn_perf: peaks: copy %.1f GB/s (%s), sgemm %.1f GFLOP/s (KokkosBlas::gemm "
+                 "%d^3)\n"
+                 "kcnn_perf: baselines: %s; vs_baseline = time of %s / time\n"
+                 "kcnn_perf: timing: %s\n"
+                 "kcnn_perf: calibration: %s\n"
+                 "kcnn_perf: skip rule: %s\n",
+                 Space::name(), pk.device.c_str(), pk.gbs,
+                 ("deep_copy 2 x " + fixed(pk.copy_mib / 2, 0) + " MiB").c_str(), pk.gflops,
+                 pk.gemm_n, libs.empty() ? "none" : libs.c_str(), reference.c_str(),
+                 timing_rule.c_str(), calib.c_str(), skip_rule.c_str());
+
+  for (const Shape& sh : default_suites(kDeviceBuild, run.opt.lenet_batch))
+    register_shape(sh, baselines);
+  for (const Shape& sh : run.opt.custom)
+    register_shape(sh, baselines);
+  register_pool_benchmarks(run.opt.lenet_batch);
 
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  if (!run.opt.save_algo_cache.empty() && kcnn::save_algo_cache(run.opt.save_algo_cache))
+    std::fprintf(stderr, "kcnn_perf: %zu algorithm choices saved to '%s'\n",
+                 kcnn::algo_cache_size(), run.opt.save_algo_cache.c_str());
+  shutdown_baselines();
+  g_run = nullptr;
   return 0;
+}
+
+}  // namespace
+}  // namespace kcnn_perf
+
+int main(int argc, char** argv) {
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  return kcnn_perf::run_all(argc, argv);
 }

@@ -61,7 +61,7 @@ std::vector<ConvCase> shape_families() {
 
 /// Algorithms under test; each later algorithm joins this list.
 std::vector<ConvAlgo> algorithms() {
-  return {ConvAlgo::Reference, ConvAlgo::Auto};
+  return {ConvAlgo::Reference, ConvAlgo::Tiled, ConvAlgo::Auto};
 }
 
 std::vector<ForwardParam> forward_params() {
@@ -97,6 +97,50 @@ std::vector<ForwardParam> activation_params() {
           c.layout = layout, c.activation = a, c.bias = bias;
           list.push_back({c, ConvAlgo::Reference, b});
         }
+  return list;
+}
+
+/// Shapes around the tile sizes of the tiled algorithms on either backend: output
+/// extents one below, at and one above a multiple of the tile (GPU tiles: columns in
+/// multiples of 4 up to 128, rows of 2; CPU: columns of 16 up to 64, rows up to 8),
+/// channel counts that leave partial channel groups (BM = 4 or 8), input channels that
+/// need several scratch stages with a partial last one, and halos widened by stride,
+/// dilation and large filters.
+std::vector<ForwardParam> tile_edge_params() {
+  const std::vector<ConvCase> shapes = {
+      {"cols63", 1, 3, 9, 65, 5, 3, 3},
+      {"cols64", 1, 3, 9, 66, 5, 3, 3},
+      {"cols65", 1, 3, 9, 67, 5, 3, 3},
+      {"cols129_rows3", 1, 2, 5, 131, 3, 3, 3},
+      {"rows17", 2, 2, 19, 10, 3, 3, 3},
+      {"rows33_pad", 1, 2, 33, 12, 3, 3, 3, 1, 1, 1, 1},
+      {"filters9", 1, 3, 6, 7, 9, 3, 3},
+      {"filters17", 1, 3, 6, 7, 17, 3, 3},
+      {"filters33", 1, 2, 5, 5, 33, 1, 1},
+      {"filters5", 2, 3, 8, 8, 5, 5, 5, 1, 1, 2, 2},
+      {"channels67_chunked", 1, 67, 20, 20, 6, 5, 5},
+      {"channels301_chunked", 1, 301, 9, 9, 10, 3, 3, 1, 1, 1, 1},
+      {"filter11_stride4_dilation2", 1, 2, 40, 40, 3, 11, 11, 4, 4, 5, 5, 2, 2},
+      {"filter3x5_runtime", 2, 3, 12, 14, 4, 3, 5, 1, 1, 1, 2},
+      {"filter9_runtime", 1, 2, 20, 18, 3, 9, 9},
+      {"stride2_filter7", 2, 3, 31, 29, 6, 7, 7, 2, 2, 3, 3},
+      {"stride3_filter3", 1, 4, 26, 25, 9, 3, 3, 3, 3},
+      {"large_tile_64x80", 1, 1, 86, 86, 4, 7, 7},
+  };
+  std::vector<ForwardParam> list;
+  int i = 0;
+  for (const auto& base : shapes)
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+      ConvCase c = base;
+      c.layout = layout;
+      c.activation = i % 2 ? Activation::ReLU : Activation::Identity;
+      c.bias = i % 3 != 0;
+      ++i;
+      for (ConvAlgo algo : algorithms())
+        if (algo != ConvAlgo::Reference && algo != ConvAlgo::Auto)
+          for (Backend b : backends())
+            list.push_back({c, algo, b});
+    }
   return list;
 }
 
@@ -140,6 +184,8 @@ TEST_P(Conv2dForward, MatchesDoubleReference) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dForward, ::testing::ValuesIn(forward_params()), param_name);
 INSTANTIATE_TEST_SUITE_P(Activations, Conv2dForward, ::testing::ValuesIn(activation_params()),
+                         param_name);
+INSTANTIATE_TEST_SUITE_P(TileEdges, Conv2dForward, ::testing::ValuesIn(tile_edge_params()),
                          param_name);
 
 // Views of other contiguous layouts are read through their own index mapping.

@@ -8,7 +8,9 @@
 
 #include <string>
 
+#include "impl/algo_select.hpp"
 #include "impl/conv2d_reference.hpp"
+#include "impl/conv2d_tiled.hpp"
 #include "impl/pool2d_kernels.hpp"
 #include "impl/problem.hpp"
 #include "impl/profiling.hpp"
@@ -18,59 +20,6 @@
 namespace kcnn {
 
 namespace Impl {
-
-/// The algorithm `Auto` stands for on this problem. Only Reference exists so far.
-inline ConvAlgo select_conv2d_algo(const Conv2dProblem& /*pb*/) {
-  return ConvAlgo::Reference;
-}
-
-/// Whether `algo`'s kernels apply Conv2dParams::pool themselves, in the same pass (the
-/// unpooled output never reaches memory): they then receive pb.has_pool == true and the
-/// pooled y. Every algorithm answering false receives the unpooled problem instead, and
-/// conv2d_forward runs it into a temporary followed by the pooling kernel (two passes).
-constexpr bool conv2d_fuses_pool(ConvAlgo algo) {
-  switch (algo) {
-    case ConvAlgo::Reference:   // two passes by design: it is the ground truth
-    case ConvAlgo::Im2colGemm:  // two passes allowed (issue 6)
-    case ConvAlgo::Tiled:       // true once its fused kernel lands
-    case ConvAlgo::ImplicitGemm:
-    case ConvAlgo::Auto:
-      break;
-  }
-  return false;
-}
-
-/// Runs the algorithm `algo` on validated arguments (pb.has_pool only when
-/// conv2d_fuses_pool(algo)).
-template <class ExecSpace, class XView, class WView, class BView, class YView>
-void conv2d_run(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
-                const YView& y, const Conv2dProblem& pb, ConvAlgo algo) {
-  switch (algo) {
-    case ConvAlgo::Reference:
-      conv2d_reference(space, x, w, bias, y, pb);
-      return;
-    default:
-      throw_if(true, "kcnn::conv2d_forward", "internal: no kernel for ConvAlgo::", to_string(algo));
-  }
-}
-
-/// Fused pooling for algorithms without a fused kernel: the convolution (bias,
-/// activation) into a temporary of the unpooled extents in y's memory space, then the
-/// pooling kernel from it into y. Fences `space` before returning, because the temporary
-/// is released on return and must outlive the kernels that use it.
-template <class ExecSpace, class XView, class WView, class BView, class YView>
-void conv2d_two_pass_pool(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
-                          const YView& y, const Conv2dProblem& pb, ConvAlgo algo) {
-  using T = view_scalar_t<YView>;
-  using Temp = Kokkos::View<T****, Kokkos::LayoutRight, typename YView::memory_space>;
-  using NoBias = Kokkos::View<const T*, typename YView::memory_space>;
-  const bool nhwc = pb.layout == Layout::NHWC;
-  Temp unpooled(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kcnn::conv2d_forward::unpooled"),
-                pb.N, nhwc ? pb.P : pb.M, nhwc ? pb.Q : pb.P, nhwc ? pb.M : pb.Q);
-  conv2d_run(space, x, w, bias, unpooled, pb.unpooled(), algo);
-  pool2d_launch(space, unpooled, NoBias(), y, pb.pooling());
-  space.fence();
-}
 
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 constexpr void static_check_conv2d_views() {
@@ -83,6 +32,56 @@ constexpr void static_check_conv2d_views() {
                     std::is_same_v<view_scalar_t<WView>, T> &&
                     std::is_same_v<view_scalar_t<BView>, T>,
                 "kcnn::conv2d_forward: x, w, bias and y must have the same scalar type");
+}
+
+/// Runs the chosen algorithm on kernel Views (see as_kernel_view); `pb` is validated.
+template <class ExecSpace, class XView, class WView, class BView, class YView>
+void conv2d_dispatch(const ExecSpace& space, ConvAlgo algo, const XView& x, const WView& w,
+                     const BView& bias, const YView& y, const Conv2dProblem& pb) {
+  switch (algo) {
+    case ConvAlgo::Tiled:
+      conv2d_tiled(space, x, w, bias, y, pb);
+      break;
+    default:
+      conv2d_reference(space, x, w, bias, y, pb);
+      break;
+  }
+}
+
+/// Whether `algo`'s kernels apply Conv2dParams::pool themselves, in the same pass (the
+/// unpooled output never reaches memory): conv2d_dispatch then hands them pb.has_pool ==
+/// true and the pooled y. Every algorithm answering false receives the unpooled problem
+/// instead, run into a temporary followed by the pooling kernel (conv2d_two_pass_pool).
+constexpr bool conv2d_fuses_pool(ConvAlgo algo) {
+  switch (algo) {
+    case ConvAlgo::Reference:   // two passes by design: it is the ground truth
+    case ConvAlgo::Im2colGemm:  // two passes allowed (issue 6)
+    case ConvAlgo::Tiled:       // true once its fused kernel lands
+    case ConvAlgo::ImplicitGemm:
+    case ConvAlgo::Auto:
+      break;
+  }
+  return false;
+}
+
+/// Fused pooling for algorithms without a fused kernel: the convolution (bias,
+/// activation) into a temporary of the unpooled extents in the execution space's memory,
+/// then the pooling kernel from it into y. Fences `space` before returning, because the
+/// temporary is released on return and must outlive the kernels that use it.
+template <class ExecSpace, class XView, class WView, class BView, class YView>
+void conv2d_two_pass_pool(const ExecSpace& space, ConvAlgo algo, const XView& x, const WView& w,
+                          const BView& bias, const YView& y, const Conv2dProblem& pb) {
+  using T = view_scalar_t<YView>;
+  using Temp = Kokkos::View<T****, Kokkos::LayoutRight, typename ExecSpace::memory_space>;
+  using NoBias = Kokkos::View<const T*, typename ExecSpace::memory_space>;
+  const bool nhwc = pb.layout == Layout::NHWC;
+  Temp unpooled(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kcnn::conv2d_forward::unpooled"),
+                pb.N, nhwc ? pb.P : pb.M, nhwc ? pb.Q : pb.P, nhwc ? pb.M : pb.Q);
+  conv2d_dispatch(space, algo, x, w, bias, as_kernel_view<ExecSpace, true>(unpooled),
+                  pb.unpooled());
+  pool2d_launch(space, as_kernel_view<ExecSpace, false>(unpooled),
+                as_kernel_view<ExecSpace, false>(NoBias()), y, pb.pooling());
+  space.fence();
 }
 
 }  // namespace Impl
@@ -103,14 +102,17 @@ constexpr void static_check_conv2d_views() {
 /// \param y      [out] output, rank 4: NCHW (N, M, P, Q) or NHWC (N, P, Q, M), with
 ///                     P = (H + 2*pad_h - dilation_h*(R-1) - 1)/stride_h + 1, Q likewise
 /// \param params [in]  stride, padding, dilation, layout, activation, algorithm, and the
-///                     optional fused pooling
+///                     optional fused pooling. `ConvAlgo::Auto` runs find_best_algo's
+///                     cached winner for this exact problem if there is one (see
+///                     find_algo.hpp), else the heuristic Impl::select_conv2d_algo
+///                     (impl/algo_select.hpp) picks.
 ///
 /// With params.pool set, y has the pooled extents (N, M, P', Q') (NHWC: (N, P', Q', M))
 /// with P' = (P + 2*pool.pad_h - pool.window_h)/pool.stride_h + 1, Q' likewise (see
 /// pool2d_forward for the pooling's semantics); pool->layout must equal params.layout.
 /// Algorithms with a fused kernel never store the unpooled output; the others (currently
-/// all: Reference, and Auto's choice) compute it into a temporary allocated in y's memory
-/// space, pool it into y, and fence `space` before releasing the temporary.
+/// all) compute it into a temporary in the execution space's memory, pool it into y, and
+/// fence `space` before releasing the temporary.
 ///
 /// Views hold float or double (the same for all; inputs may be const), are contiguous
 /// (LayoutRight or LayoutLeft) and accessible from `ExecSpace`; y must not overlap x, w
@@ -123,16 +125,23 @@ void conv2d_forward(const ExecSpace& space, const XView& x, const WView& w, cons
   constexpr const char* op = "kcnn::conv2d_forward";
   const Impl::Conv2dProblem pb = Impl::make_conv2d_problem(op, x, w, bias, y, params);
 
-  const ConvAlgo algo = params.algo == ConvAlgo::Auto ? Impl::select_conv2d_algo(pb) : params.algo;
-  Impl::throw_if(algo != ConvAlgo::Reference, op, "ConvAlgo::", to_string(algo),
-                 " is not implemented yet (available: Reference, Auto)");
+  const ConvAlgo algo = params.algo == ConvAlgo::Auto
+                            ? Impl::resolve_auto_algo<ExecSpace, XView, WView, YView>(pb).algo
+                            : params.algo;
+  Impl::throw_if(!Impl::is_implemented(algo), op, "ConvAlgo::", to_string(algo),
+                 " is not implemented yet (available: ", Impl::implemented_conv_algo_names(),
+                 ", Auto)");
 
   Impl::ProfilingRegion region(std::string(op) + "[" + to_string(algo) + "]");
   if (pb.empty()) return;
+  const auto xk = Impl::as_kernel_view<ExecSpace, false>(x);
+  const auto wk = Impl::as_kernel_view<ExecSpace, false>(w);
+  const auto bk = Impl::as_kernel_view<ExecSpace, false>(bias);
+  const auto yk = Impl::as_kernel_view<ExecSpace, true>(y);
   if (pb.has_pool && !Impl::conv2d_fuses_pool(algo)) {
-    Impl::conv2d_two_pass_pool(space, x, w, bias, y, pb, algo);
+    Impl::conv2d_two_pass_pool(space, algo, xk, wk, bk, yk, pb);
   } else {
-    Impl::conv2d_run(space, x, w, bias, y, pb, algo);
+    Impl::conv2d_dispatch(space, algo, xk, wk, bk, yk, pb);
   }
 }
 

@@ -67,7 +67,9 @@ void pool2d_forward(const ExecSpace& space, const XView& x, const BView& bias, c
 
   Impl::ProfilingRegion region(std::string(op) + "[" + to_string(params.mode) + "]");
   if (pb.empty()) return;
-  Impl::pool2d_launch(space, x, bias, y, pb);
+  Impl::pool2d_launch(space, Impl::as_kernel_view<ExecSpace, false>(x),
+                      Impl::as_kernel_view<ExecSpace, false>(bias),
+                      Impl::as_kernel_view<ExecSpace, true>(y), pb);
 }
 
 /// \brief pool2d_forward without bias: y = activation(pool(x)).

@@ -18,8 +18,8 @@ enum class Layout { NCHW, NHWC };
 /// Element-wise function applied to the convolution result (after the bias).
 enum class Activation { Identity, ReLU, Sigmoid, Tanh };
 
-/// Convolution algorithm. `Auto` lets kcnn choose from the problem's shape, layout and
-/// backend (currently: Reference, the only one implemented).
+/// Convolution algorithm. `Auto` runs find_best_algo's cached winner for the problem, or
+/// else a heuristic's choice from its shape, layout and backend (impl/algo_select.hpp).
 enum class ConvAlgo { Auto, Reference, Tiled, Im2colGemm, ImplicitGemm };
 
 /// Reduction of a pooling (subsampling) window.

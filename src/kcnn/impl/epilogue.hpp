@@ -7,6 +7,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "../types.hpp"
+#include "macros.hpp"
 
 namespace kcnn::Impl {
 
@@ -33,6 +34,29 @@ KOKKOS_INLINE_FUNCTION T apply_activation(Activation activation, T v) {
       break;
   }
   return v;
+}
+
+/// out[i] = activation(in[i] + bias) for a row of N values. The switch sits outside the
+/// loops so that each loop is one SIMD stream on CPUs.
+template <int N, class T>
+KOKKOS_INLINE_FUNCTION void bias_activation_row(Activation activation, const T* in, T bias,
+                                                T* out) {
+  switch (activation) {
+    case Activation::ReLU:
+      KCNN_HOST_SIMD
+      for (int i = 0; i < N; ++i)
+        out[i] = in[i] + bias > T(0) ? in[i] + bias : T(0);
+      return;
+    case Activation::Identity:
+      KCNN_HOST_SIMD
+      for (int i = 0; i < N; ++i)
+        out[i] = in[i] + bias;
+      return;
+    default:
+      for (int i = 0; i < N; ++i)
+        out[i] = apply_activation(activation, in[i] + bias);
+      return;
+  }
 }
 
 }  // namespace kcnn::Impl

@@ -102,4 +102,42 @@ void check_no_overlap(const char* op, const char* out_name, const OutView& out, 
            " in memory; the output must not alias an input");
 }
 
+/// The View type kernels see for a tensor argument: unmanaged, in the execution space's
+/// memory space, LayoutRight when the caller's View is LayoutRight (the common case, and
+/// the one whose innermost index is known to be contiguous) and LayoutStride otherwise.
+/// Converting once at the API boundary means each kernel is compiled once per backend,
+/// scalar and tensor layout, however many View types callers pass (const or not,
+/// managed or not, other memory traits, subviews).
+template <class ExecSpace, class View, class Value>
+using kernel_view_t = Kokkos::View<
+    Value,
+    std::conditional_t<std::is_same_v<typename View::array_layout, Kokkos::LayoutRight>,
+                       Kokkos::LayoutRight, Kokkos::LayoutStride>,
+    typename ExecSpace::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+/// Rank-4 input (const elements) or output (mutable elements) as its kernel View.
+template <class ExecSpace, bool Writable, class View>
+auto as_kernel_view(const View& v) {
+  using T = view_scalar_t<View>;
+  using Value = std::conditional_t<static_cast<int>(View::rank) == 4,
+                                   std::conditional_t<Writable, T****, const T****>,
+                                   std::conditional_t<Writable, T*, const T*>>;
+  using Out = kernel_view_t<ExecSpace, View, Value>;
+  if constexpr (std::is_same_v<typename Out::array_layout, Kokkos::LayoutRight>) {
+    if constexpr (static_cast<int>(View::rank) == 4) {
+      return Out(v.data(), v.extent(0), v.extent(1), v.extent(2), v.extent(3));
+    } else {
+      return Out(v.data(), v.extent(0));
+    }
+  } else {
+    if constexpr (static_cast<int>(View::rank) == 4) {
+      return Out(v.data(),
+                 Kokkos::LayoutStride(v.extent(0), v.stride(0), v.extent(1), v.stride(1),
+                                      v.extent(2), v.stride(2), v.extent(3), v.stride(3)));
+    } else {
+      return Out(v.data(), Kokkos::LayoutStride(v.extent(0), v.stride(0)));
+    }
+  }
+}
+
 }  // namespace kcnn::Impl

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file baselines.hpp
+/// \brief The vendor libraries kcnn_perf measures beside kcnn, in the same process and on
+///        the same shapes: cuDNN in CUDA builds, oneDNN in host builds (each only when
+///        CMake found it).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "suites.hpp"
+
+namespace kcnn_perf {
+
+/// One baseline convolution, ready to run: inputs allocated and random, algorithm chosen,
+/// workspace allocated, data reordered; none of that is timed.
+class BaselineRun {
+ public:
+  virtual ~BaselineRun() = default;
+  /// One convolution (with bias and ReLU, like kcnn's), finished when it returns (the
+  /// caller fences Kokkos' default instance too, which shares cuDNN's stream).
+  virtual void run() = 0;
+  /// What the library chose, for the benchmark's label (e.g. cuDNN's algorithm).
+  virtual std::string describe() const = 0;
+};
+
+struct Baseline {
+  std::string name;  ///< the last level of the benchmark name, e.g. "cuDNN"
+  /// The time that kcnn's "vs_baseline" counter divides by (one per layout and build).
+  bool is_reference;
+  /// Prepares a run of this shape; throws (std::exception) if it cannot.
+  std::function<std::unique_ptr<BaselineRun>(const Shape&)> prepare;
+};
+
+/// The library and version, for the benchmark context ("none" when there is none).
+struct BaselineLibrary {
+  std::string name, version;
+};
+
+#if defined(KCNN_PERF_HAVE_CUDNN)
+std::vector<Baseline> cudnn_baselines();
+BaselineLibrary cudnn_library();
+void cudnn_shutdown();
+#endif
+#if defined(KCNN_PERF_HAVE_ONEDNN)
+std::vector<Baseline> onednn_baselines();
+BaselineLibrary onednn_library();
+#endif
+
+/// Every baseline this build has.
+inline std::vector<Baseline> available_baselines() {
+  std::vector<Baseline> all;
+#if defined(KCNN_PERF_HAVE_CUDNN)
+  for (auto& b : cudnn_baselines())
+    all.push_back(std::move(b));
+#endif
+#if defined(KCNN_PERF_HAVE_ONEDNN)
+  for (auto& b : onednn_baselines())
+    all.push_back(std::move(b));
+#endif
+  return all;
+}
+
+inline std::vector<BaselineLibrary> baseline_libraries() {
+  std::vector<BaselineLibrary> all;
+#if defined(KCNN_PERF_HAVE_CUDNN)
+  all.push_back(cudnn_library());
+#endif
+#if defined(KCNN_PERF_HAVE_ONEDNN)
+  all.push_back(onednn_library());
+#endif
+  return all;
+}
+
+/// Releases library handles before Kokkos finalizes.
+inline void shutdown_baselines() {
+#if defined(KCNN_PERF_HAVE_CUDNN)
+  cudnn_shutdown();
+#endif
+}
+
+}  // namespace kcnn_perf

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// Start-up measurements of the default execution space's ceilings (see peaks.hpp).
+#include "peaks.hpp"
+
+#include <KokkosBlas3_gemm.hpp>
+#include <Kokkos_Core.hpp>
+#include <Kokkos_Random.hpp>
+
+#include <fstream>
+#include <type_traits>
+
+#include "timing.hpp"
+
+#if defined(KOKKOS_ENABLE_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+namespace kcnn_perf {
+namespace {
+
+using Space = Kokkos::DefaultExecutionSpace;
+
+std::string device_name() {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if constexpr (std::is_same_v<Space, Kokkos::Cuda>) {
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, Space().cuda_device()) == cudaSuccess) return prop.name;
+  }
+#endif
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+}  // namespace
+
+Peaks measure_peaks(bool device) {
+  Peaks peaks;
+  peaks.device = device_name();
+  Kokkos::Random_XorShift64_Pool<Space> pool(5);
+  {
+    // Far beyond any cache: 1 GiB per View on a GPU, 128 MiB on a CPU.
+    const std::size_t n = device ? std::size_t(1) << 28 : std::size_t(1) << 25;
+    Kokkos::View<float*, Space::memory_space> src("copy_src", n), dst("copy_dst", n);
+    Kokkos::fill_random(src, pool, -1.0f, 1.0f);
+    const Timing t = time_median([&] { Kokkos::deep_copy(dst, src); }, 10, 0);
+    peaks.copy_mib = 2.0 * n * sizeof(float) / (1 << 20);
+    peaks.gbs = 2.0 * n * sizeof(float) / t.median * 1e-9;
+  }
+  {
+    // Large enough to run near the sgemm peak: 8192^3 on a GPU, 2048^3 on a CPU.
+    const int n = device ? 8192 : 2048;
+    using Matrix = Kokkos::View<float**, Kokkos::LayoutLeft, Space::memory_space>;
+    Matrix a("gemm_a", n, n), b("gemm_b", n, n), c("gemm_c", n, n);
+    Kokkos::fill_random(a, pool, -1.0f, 1.0f);
+    Kokkos::fill_random(b, pool, -1.0f, 1.0f);
+    const Timing t = time_median(
+        [&] {
+          KokkosBlas::gemm("N", "N", 1.0f, a, b, 0.0f, c);
+          Space().fence();
+        },
+        5, 0);
+    peaks.gemm_n = n;
+    peaks.gflops = 2.0 * n * double(n) * n / t.median * 1e-9;
+  }
+  return peaks;
+}
+
+}  // namespace kcnn_perf

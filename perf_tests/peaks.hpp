@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file peaks.hpp
+/// \brief The ceilings kcnn_perf relates its results to, measured once at start-up on the
+///        default execution space: copy bandwidth and vendor sgemm rate.
+#pragma once
+
+#include <string>
+
+namespace kcnn_perf {
+
+struct Peaks {
+  double gbs = 0;     ///< deep_copy between two device Views: (bytes read + written) / s
+  double gflops = 0;  ///< KokkosBlas::gemm (cuBLAS / OpenBLAS) fp32, square: 2 n^3 / s
+  double copy_mib = 0;
+  int gemm_n = 0;
+  std::string device;  ///< GPU or CPU model
+};
+
+/// Measures both peaks (about a second). `device`: sizes for a GPU, else a CPU.
+Peaks measure_peaks(bool device);
+
+}  // namespace kcnn_perf

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file impl/algo_select.hpp
+/// \brief How `ConvAlgo::Auto` chooses: the tuner's cached winner for the exact problem
+///        if there is one, else a heuristic from the shape, layout and backend. Also the
+///        list of algorithms this build implements.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "../types.hpp"
+#include "algo_cache.hpp"
+#include "problem.hpp"
+
+namespace kcnn::Impl {
+
+/// Every algorithm conv2d_forward can run, in the order find_best_algo tries them.
+/// A new algorithm joins by one line here (next to its case in conv2d_forward's dispatch);
+/// the heuristic, find_best_algo and kcnn_perf then consider it. The unit test
+/// AlgoSelect.ImplementedListMatchesDispatch fails when the two disagree.
+inline constexpr ConvAlgo implemented_conv_algos[] = {
+    ConvAlgo::Reference,
+    ConvAlgo::Tiled,
+};
+
+/// A set of concrete algorithms (never Auto), as a bit mask: cheap to pass and to test.
+class AlgoSet {
+ public:
+  constexpr AlgoSet() = default;
+  template <std::size_t N>
+  constexpr explicit AlgoSet(const ConvAlgo (&algos)[N]) {
+    for (ConvAlgo a : algos)
+      bits_ |= bit(a);
+  }
+  constexpr AlgoSet(std::initializer_list<ConvAlgo> algos) {
+    for (ConvAlgo a : algos)
+      bits_ |= bit(a);
+  }
+  constexpr bool contains(ConvAlgo a) const { return a != ConvAlgo::Auto && (bits_ & bit(a)) != 0; }
+  constexpr AlgoSet with(ConvAlgo a) const {
+    AlgoSet s = *this;
+    s.bits_ |= bit(a);
+    return s;
+  }
+
+ private:
+  static constexpr std::uint32_t bit(ConvAlgo a) { return 1u << static_cast<unsigned>(a); }
+  std::uint32_t bits_ = 0;
+};
+
+inline constexpr AlgoSet implemented_conv_algo_set{implemented_conv_algos};
+
+constexpr bool is_implemented(ConvAlgo a) {
+  return implemented_conv_algo_set.contains(a);
+}
+
+/// What the algorithm choice cares about in a backend: where the kernels run.
+enum class Target { Host, Device };
+
+template <class ExecSpace>
+constexpr Target target_of() {
+  return Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible ? Target::Host
+                                                                              : Target::Device;
+}
+
+inline const char* target_name(Target t) {
+  return t == Target::Host ? "host" : "device";
+}
+
+/// One rule of the Auto heuristic. Rules are tried in order; the first whose `applies`
+/// holds picks the first algorithm of `prefer` that the build implements. Rules list
+/// algorithms that do not exist yet, so that each one starts being chosen the moment it
+/// joins `implemented_conv_algos`; Reference closes every list.
+struct AlgoRule {
+  const char* name;  ///< reported by select_conv2d_algo (tests, logs)
+  bool (*applies)(const Conv2dProblem&, Target);
+  std::array<ConvAlgo, 4> prefer;
+};
+
+/// Length of the reduction each output element needs.
+inline std::int64_t reduction_length(const Conv2dProblem& pb) {
+  return pb.C * pb.R * pb.S;
+}
+
+/// The reduction below which a direct (tiled) convolution beats a GEMM formulation:
+/// with C*R*S this short a GEMM's K dimension is a few tiles deep at most, while a
+/// direct kernel reuses every staged input pixel R*S times. LeNet's C1 (49) and C3
+/// (196) fall below it, ResNet's 3x3 layers (576 and up) above. Initial guesses, to be
+/// replaced by measurements (perf_tests/RESULTS.md) as the algorithms land.
+inline constexpr std::int64_t kShortReductionDevice = 256;
+inline constexpr std::int64_t kShortReductionHost = 128;
+
+/// The Auto heuristic's rules, most specific first. The last rule applies always.
+inline const auto& conv2d_algo_rules() {
+  using A = ConvAlgo;
+  static const AlgoRule rules[] = {
+      // A 1x1, stride-1, unpadded convolution is a plain GEMM (the unrolled matrix is the
+      // input itself): hand it to the vendor GEMM.
+      {"pointwise",
+       [](const Conv2dProblem& pb, Target) {
+         return pb.R == 1 && pb.S == 1 && pb.stride_h == 1 && pb.stride_w == 1 && pb.pad_h == 0 &&
+                pb.pad_w == 0;
+       },
+       {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
+      {"device_short_reduction",
+       [](const Conv2dProblem& pb, Target t) {
+         return t == Target::Device && reduction_length(pb) <= kShortReductionDevice;
+       },
+       {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
+      // Long reductions on a GPU: implicit GEMM keeps the tensor cores' operand tiles
+      // in shared memory without materialising the unrolled matrix.
+      {"device_long_reduction",
+       [](const Conv2dProblem&, Target t) { return t == Target::Device; },
+       {A::ImplicitGemm, A::Im2colGemm, A::Tiled, A::Reference}},
+      {"host_short_reduction",
+       [](const Conv2dProblem& pb, Target t) {
+         return t == Target::Host && reduction_length(pb) <= kShortReductionHost;
+       },
+       {A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
+      // Long reductions on a CPU: unroll and call the BLAS sgemm (OpenBLAS/MKL).
+      {"host_long_reduction",
+       [](const Conv2dProblem&, Target) { return true; },
+       {A::Im2colGemm, A::Tiled, A::ImplicitGemm, A::Reference}},
+  };
+  return rules;
+}
+
+/// An algorithm and why it was chosen (a rule's name, or "cache").
+struct AlgoChoice {
+  ConvAlgo algo;
+  const char* reason;
+};
+
+/// The Auto heuristic: the first rule that applies to `pb` on `target` picks its most
+/// preferred algorithm among `available`. Depends on nothing else (no cache, no timing),
+/// so tests can ask it about algorithms the build does not have yet.
+inline AlgoChoice select_conv2d_algo(const Conv2dProblem& pb, Target target,
+                                     AlgoSet available = implemented_conv_algo_set) {
+  for (const AlgoRule& rule : conv2d_algo_rules()) {
+    if (!rule.applies(pb, target)) continue;
+    for (ConvAlgo a : rule.prefer)
+      if (available.contains(a)) return {a, rule.name};
+  }
+  return {ConvAlgo::Reference, "fallback"};
+}
+
+/// What `Auto` runs on a validated problem: find_best_algo's cached winner for exactly
+/// this problem (backend, scalar, View types included) when the cache has one that this
+/// build implements, otherwise the heuristic's choice.
+template <class ExecSpace, class XView, class WView, class YView>
+AlgoChoice resolve_auto_algo(const Conv2dProblem& pb) {
+  if (!algo_cache().empty()) {
+    const auto hit = algo_cache().find(make_algo_cache_key<ExecSpace, XView, WView, YView>(pb));
+    if (hit && is_implemented(hit->algo)) return {hit->algo, "cache"};
+  }
+  return select_conv2d_algo(pb, target_of<ExecSpace>());
+}
+
+/// "Reference, Tiled, ..." for messages.
+inline std::string implemented_conv_algo_names() {
+  std::string names;
+  for (ConvAlgo a : implemented_conv_algos)
+    names += std::string(names.empty() ? "" : ", ") + to_string(a);
+  return names;
+}
+
+}  // namespace kcnn::Impl

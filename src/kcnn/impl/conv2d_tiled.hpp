@@ -1,0 +1,519 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file impl/conv2d_tiled.hpp
+/// \brief ConvAlgo::Tiled: direct convolution with team scratch memory and register
+///        blocking, one source for GPUs and CPUs.
+///
+/// A team owns a tile of outputs of one image: tile_p rows x tile_q columns x tile_m
+/// output channels. Input channels are walked in chunks; for each chunk the team stages
+/// the input halo tile (the rows and columns its outputs read, zeros where the window
+/// leaves the image) and the chunk's filter taps for its output channels into level-0
+/// scratch. Each logical thread then computes a compile-time micro-tile of
+/// BM channels x BH rows x BW columns held in registers: every staged input value it
+/// reads feeds BM multiply-adds, every staged weight feeds BH*BW.
+///
+/// The filter extent is a template parameter for the common sizes (1, 3, 5, 7) so
+/// the tap loops unroll; other sizes take the same kernel with runtime extents. Unit
+/// stride and dilation get their own instantiation: then every scratch index is a
+/// compile-time offset from a per-thread base and the compiler keeps reused input
+/// values in registers instead of reloading them per tap.
+///
+/// On GPUs a logical thread is a CUDA thread and the micro-tile is small (registers
+/// are per thread); on CPUs a team is one OpenMP thread that walks all logical threads
+/// of its tile, and BW spans a SIMD register so the innermost loop over the output
+/// width vectorizes.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "epilogue.hpp"
+#include "macros.hpp"
+#include "problem.hpp"
+#include "tensor_access.hpp"
+#include "view_checks.hpp"
+
+namespace kcnn::Impl {
+
+/// Outputs one logical thread computes: BM output channels x BH rows x BW columns.
+template <int BM_, int BH_, int BW_>
+struct TiledMicroTile {
+  static constexpr int BM = BM_, BH = BH_, BW = BW_;
+};
+
+/// Micro-tiles per backend and problem class, with the reasons.
+///
+/// GPU (one CUDA thread per logical thread): 32 to 64 accumulators per thread keeps
+/// the register count near 64-96 so that two or more 256-thread teams fit an SM; two
+/// output columns and two rows per thread let neighbouring taps reuse loaded inputs.
+/// BM follows M: LeNet's C1 has M = 4 (BM = 4 wastes nothing), layers with M >= 8 take
+/// BM = 8 so each staged input feeds 8 FMAs.
+///
+/// CPU (an OpenMP thread walks the tile): BW = 16 floats is one AVX-512 register (two
+/// AVX2 ones); BM x BH = 4 x 2 or 8 x 1 accumulator vectors keep 8 of the 32 vector
+/// registers busy and leave room for the staged input rows.
+template <class ExecSpace>
+struct TiledMicroTiles {
+  static constexpr bool on_host =
+      std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
+  using SmallM = std::conditional_t<on_host, TiledMicroTile<4, 2, 16>, TiledMicroTile<4, 2, 4>>;
+  using LargeM = std::conditional_t<on_host, TiledMicroTile<8, 1, 16>, TiledMicroTile<8, 2, 4>>;
+};
+
+/// Team geometry for one problem: how many logical threads along each output
+/// dimension, the tile they cover, the staged halo tile and the channel chunk.
+struct TiledGeometry {
+  int threads_m = 1, threads_p = 1, threads_q = 1;  ///< logical threads per team
+  int tile_m = 1, tile_p = 1, tile_q = 1;           ///< outputs per team
+  int tiles_m = 1, tiles_p = 1, tiles_q = 1;        ///< tiles per image
+  int in_h = 1, in_w = 1;                           ///< staged halo tile
+  int c_chunk = 1;                                  ///< input channels per stage
+  int team_size = 1;                                ///< hardware threads per team
+  KOKKOS_INLINE_FUNCTION int logical_threads() const { return threads_m * threads_p * threads_q; }
+  std::int64_t league_size(std::int64_t N) const { return N * tiles_m * tiles_p * tiles_q; }
+};
+
+inline int ceil_div(std::int64_t a, std::int64_t b) {
+  return static_cast<int>((a + b - 1) / b);
+}
+
+/// At most `cap` threads along a dimension that needs `need`, spread evenly over the
+/// tiles so the last tile is not mostly empty (34 columns in 4-wide blocks: 9 threads,
+/// one tile; 80 rows in 2-row blocks with cap 12: 4 tiles of 10 threads).
+inline int balanced_threads(int need, int cap) {
+  const int tiles = ceil_div(need, cap);
+  return ceil_div(need, tiles);
+}
+
+/// Chooses the team geometry for micro-tile `Micro` within `scratch_bytes` of scratch.
+template <class Micro, class Scalar>
+TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host,
+                                  std::size_t scratch_bytes) {
+  TiledGeometry g;
+  const int need_m = ceil_div(pb.M, Micro::BM);
+  const int need_p = ceil_div(pb.P, Micro::BH);
+  const int need_q = ceil_div(pb.Q, Micro::BW);
+  if (on_host) {
+    // One OpenMP thread per team: up to 64 columns x 8 rows x 32 channels, so the halo
+    // tile of a few channels stays in L1 and each staged input serves many filters.
+    g.threads_q = balanced_threads(need_q, std::max(1, 64 / Micro::BW));
+    g.threads_p = balanced_threads(need_p, std::max(1, 8 / Micro::BH));
+    g.threads_m = balanced_threads(need_m, std::max(1, 32 / Micro::BM));
+    g.team_size = 1;
+  } else {
+    // CUDA: at most 256 threads per team, columns fastest (coalesced stores), up to 4
+    // channel groups sharing one staged input tile.
+    g.threads_q = balanced_threads(need_q, 32);
+    g.threads_m = balanced_threads(need_m, 4);
+    g.threads_p = balanced_threads(need_p, std::max(1, 256 / (g.threads_q * g.threads_m)));
+    g.team_size = g.logical_threads();
+  }
+  auto per_channel_bytes = [&] {
+    const std::int64_t in_h =
+        (std::int64_t(g.threads_p) * Micro::BH - 1) * pb.stride_h + (pb.R - 1) * pb.dilation_h + 1;
+    const std::int64_t in_w =
+        (std::int64_t(g.threads_q) * Micro::BW - 1) * pb.stride_w + (pb.S - 1) * pb.dilation_w + 1;
+    return static_cast<std::size_t>(sizeof(Scalar) *
+                                    (in_h * in_w + pb.R * pb.S * g.threads_m * Micro::BM));
+  };
+  // Large strides or dilations widen the halo: shrink the tile until one channel fits.
+  while (per_channel_bytes() > scratch_bytes && g.logical_threads() > 1) {
+    int& largest = g.threads_p >= g.threads_q
+                       ? (g.threads_p >= g.threads_m ? g.threads_p : g.threads_m)
+                       : (g.threads_q >= g.threads_m ? g.threads_q : g.threads_m);
+    largest = (largest + 1) / 2;
+    if (!on_host) g.team_size = g.logical_threads();
+  }
+  g.tile_m = g.threads_m * Micro::BM;
+  g.tile_p = g.threads_p * Micro::BH;
+  g.tile_q = g.threads_q * Micro::BW;
+  g.tiles_m = ceil_div(pb.M, g.tile_m);
+  g.tiles_p = ceil_div(pb.P, g.tile_p);
+  g.tiles_q = ceil_div(pb.Q, g.tile_q);
+  g.in_h = static_cast<int>((g.tile_p - 1) * pb.stride_h + (pb.R - 1) * pb.dilation_h + 1);
+  g.in_w = static_cast<int>((g.tile_q - 1) * pb.stride_w + (pb.S - 1) * pb.dilation_w + 1);
+  // As many input channels per stage as the scratch budget allows (at least one).
+  const std::size_t per_channel = per_channel_bytes();
+  g.c_chunk = static_cast<int>(
+      std::clamp<std::int64_t>(static_cast<std::int64_t>(scratch_bytes / per_channel), 1, pb.C));
+  return g;
+}
+
+/// The kernel. KR/KS: compile-time filter extents (0: runtime). Unit: stride and
+/// dilation are 1 (scratch offsets become compile-time constants).
+template <Layout L, int KR, int KS, bool Unit, class Micro, class ExecSpace, class XView,
+          class WView, class BView, class YView>
+struct Conv2dTiledKernel {
+  using scalar = view_scalar_t<YView>;
+  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using ScratchView = Kokkos::View<scalar*, typename ExecSpace::scratch_memory_space,
+                                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  static constexpr int BM = Micro::BM, BH = Micro::BH, BW = Micro::BW;
+  static constexpr bool on_host =
+      std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
+
+  XView x;
+  WView w;
+  BView bias;
+  YView y;
+  Conv2dProblem pb;
+  TiledGeometry g;
+
+  /// Where a team's tile starts: image, first output channel/row/column, and the
+  /// input coordinate its halo tile starts at (may be negative: padding).
+  struct TileOrigin {
+    std::int64_t n;
+    int m0, p0, q0;
+    std::int64_t h0, w0;
+  };
+
+  KOKKOS_INLINE_FUNCTION int R() const { return KR > 0 ? KR : static_cast<int>(pb.R); }
+  KOKKOS_INLINE_FUNCTION int S() const { return KS > 0 ? KS : static_cast<int>(pb.S); }
+  KOKKOS_INLINE_FUNCTION int stride_h() const { return Unit ? 1 : pb.stride_h; }
+  KOKKOS_INLINE_FUNCTION int stride_w() const { return Unit ? 1 : pb.stride_w; }
+  KOKKOS_INLINE_FUNCTION int dil_h() const { return Unit ? 1 : pb.dilation_h; }
+  KOKKOS_INLINE_FUNCTION int dil_w() const { return Unit ? 1 : pb.dilation_w; }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    // League rank -> (image, channel tile, row tile, column tile); columns fastest.
+    std::int64_t rest = team.league_rank();
+    const int tq = static_cast<int>(rest % g.tiles_q);
+    rest /= g.tiles_q;
+    const int tp = static_cast<int>(rest % g.tiles_p);
+    rest /= g.tiles_p;
+    const int tm = static_cast<int>(rest % g.tiles_m);
+    const std::int64_t n = rest / g.tiles_m;
+    const TileOrigin o{n,
+                       tm * g.tile_m,
+                       tp * g.tile_p,
+                       tq * g.tile_q,
+                       static_cast<std::int64_t>(tp) * g.tile_p * pb.stride_h - pb.pad_h,
+                       static_cast<std::int64_t>(tq) * g.tile_q * pb.stride_w - pb.pad_w};
+
+    ScratchView in_tile(team.team_scratch(0),
+                        static_cast<std::size_t>(g.c_chunk) * g.in_h * g.in_w);
+    ScratchView w_tile(team.team_scratch(0),
+                       static_cast<std::size_t>(g.c_chunk) * R() * S() * g.tile_m);
+
+    const int logical = g.logical_threads();
+    const int C = static_cast<int>(pb.C);
+    if (team.team_size() >= logical) {
+      // GPUs: one logical thread per hardware thread; its micro-tile stays in registers
+      // across all channel chunks and is stored once.
+      const int t = team.team_rank();
+      scalar acc[BM][BH][BW];
+      zero(acc);
+      for (int c0 = 0; c0 < C; c0 += g.c_chunk) {
+        const int cc = C - c0 < g.c_chunk ? C - c0 : g.c_chunk;
+        if (c0 > 0) team.team_barrier();  // all reads of the previous chunk are done
+        stage(team, in_tile, w_tile, o, c0, cc);
+        team.team_barrier();
+        if (t < logical) accumulate(acc, in_tile, w_tile, t, cc);
+      }
+      if (t < logical) store(acc, o, t, /*final=*/true);
+    } else {
+      // CPUs: few hardware threads walk many micro-tiles. With one chunk (the usual
+      // case: the host scratch budget is sized for it) each micro-tile is computed and
+      // stored once; with several, partial sums go to y (cache-resident: the team's
+      // outputs are a few KB) and the last chunk applies bias and activation.
+      for (int c0 = 0; c0 < C; c0 += g.c_chunk) {
+        const int cc = C - c0 < g.c_chunk ? C - c0 : g.c_chunk;
+        const bool first = c0 == 0, last = c0 + cc >= C;
+        if (!first) team.team_barrier();
+        stage(team, in_tile, w_tile, o, c0, cc);
+        team.team_barrier();
+        for (int t = team.team_rank(); t < logical; t += team.team_size()) {
+          scalar acc[BM][BH][BW];
+          if (first) {
+            zero(acc);
+          } else {
+            load_partial(acc, o, t);
+          }
+          accumulate(acc, in_tile, w_tile, t, cc);
+          store(acc, o, t, last);
+        }
+      }
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION static void zero(scalar (&acc)[BM][BH][BW]) {
+    for (int bm = 0; bm < BM; ++bm)
+      for (int bh = 0; bh < BH; ++bh)
+        for (int bw = 0; bw < BW; ++bw)
+          acc[bm][bh][bw] = scalar(0);
+  }
+
+  /// Stages input channels [c0, c0 + cc) of the halo tile and their filter taps.
+  KOKKOS_INLINE_FUNCTION void stage(const member_type& team, const ScratchView& in_tile,
+                                    const ScratchView& w_tile, const TileOrigin& o, int c0,
+                                    int cc) const {
+    if constexpr (on_host) {
+      stage_host(in_tile, w_tile, o, c0, cc);
+    } else {
+      stage_device(team, in_tile, w_tile, o, c0, cc);
+    }
+  }
+
+  /// GPUs: all threads of the team stride through the tile in global-memory order (NCHW:
+  /// columns fastest; NHWC: channels fastest), so a warp reads consecutive addresses.
+  KOKKOS_INLINE_FUNCTION void stage_device(const member_type& team, const ScratchView& in_tile,
+                                           const ScratchView& w_tile, const TileOrigin& o, int c0,
+                                           int cc) const {
+    const int in_plane = g.in_h * g.in_w;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, cc * in_plane), [&](const int i) {
+      int c, ih, iw;
+      if constexpr (L == Layout::NCHW) {
+        iw = i % g.in_w;
+        ih = (i / g.in_w) % g.in_h;
+        c = i / in_plane;
+      } else {
+        c = i % cc;
+        iw = (i / cc) % g.in_w;
+        ih = i / (cc * g.in_w);
+      }
+      const std::int64_t h = o.h0 + ih, wc = o.w0 + iw;
+      const bool inside = h >= 0 && h < pb.H && wc >= 0 && wc < pb.W;
+      in_tile(c * in_plane + ih * g.in_w + iw) = inside ? at<L>(x, o.n, c0 + c, h, wc) : scalar(0);
+    });
+    // Weights, stored [c][r][s][m] so a thread's BM channels are adjacent.
+    const int taps = R() * S();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, cc * taps * g.tile_m), [&](const int i) {
+      const int m = i % g.tile_m;
+      const int tap = (i / g.tile_m) % taps;
+      const int c = i / (g.tile_m * taps);
+      const bool inside = o.m0 + m < pb.M;
+      w_tile(i) = inside ? at<L>(w, o.m0 + m, c0 + c, tap / S(), tap % S()) : scalar(0);
+    });
+  }
+
+  /// CPUs: one thread per team, so plain nested loops without index division; the
+  /// in-image part of each staged row is a contiguous copy for NCHW.
+  KOKKOS_INLINE_FUNCTION void stage_host(const ScratchView& in_tile, const ScratchView& w_tile,
+                                         const TileOrigin& o, int c0, int cc) const {
+    const int in_plane = g.in_h * g.in_w;
+    // Columns of the halo row that fall inside the image: [iw_lo, iw_hi).
+    const int iw_lo = static_cast<int>(o.w0 < 0 ? -o.w0 : 0);
+    const int iw_hi = static_cast<int>(o.w0 + g.in_w > pb.W ? pb.W - o.w0 : g.in_w);
+    for (int ih = 0; ih < g.in_h; ++ih) {
+      const std::int64_t h = o.h0 + ih;
+      const bool row_inside = h >= 0 && h < pb.H;
+      for (int c = 0; c < cc; ++c) {
+        scalar* dst = in_tile.data() + c * in_plane + ih * g.in_w;
+        if (!row_inside || iw_lo >= iw_hi) {
+          for (int iw = 0; iw < g.in_w; ++iw)
+            dst[iw] = scalar(0);
+          continue;
+        }
+        for (int iw = 0; iw < iw_lo; ++iw)
+          dst[iw] = scalar(0);
+        if constexpr (L == Layout::NCHW) {
+          KCNN_HOST_SIMD
+          for (int iw = iw_lo; iw < iw_hi; ++iw)
+            dst[iw] = x(o.n, c0 + c, h, o.w0 + iw);
+        } else {
+          for (int iw = iw_lo; iw < iw_hi; ++iw)
+            dst[iw] = x(o.n, h, o.w0 + iw, c0 + c);
+        }
+        for (int iw = iw_hi; iw < g.in_w; ++iw)
+          dst[iw] = scalar(0);
+      }
+    }
+    const int r_extent = R(), s_extent = S();
+    scalar* wdst = w_tile.data();
+    for (int c = 0; c < cc; ++c)
+      for (int r = 0; r < r_extent; ++r)
+        for (int s = 0; s < s_extent; ++s)
+          for (int m = 0; m < g.tile_m; ++m)
+            *wdst++ = o.m0 + m < pb.M ? at<L>(w, o.m0 + m, c0 + c, r, s) : scalar(0);
+  }
+
+  /// Adds the staged chunk's contribution to logical thread t's micro-tile.
+  KOKKOS_INLINE_FUNCTION void accumulate(scalar (&acc)[BM][BH][BW], const ScratchView& in_tile,
+                                         const ScratchView& w_tile, int t, int cc) const {
+    const int tq = t % g.threads_q;
+    const int tp = (t / g.threads_q) % g.threads_p;
+    const int tmi = t / (g.threads_q * g.threads_p);
+    const int r_extent = R(), s_extent = S();
+    const int in_plane = g.in_h * g.in_w;
+    const int sh = stride_h(), sw = stride_w(), dh = dil_h(), dw = dil_w();
+    const scalar* in_base = in_tile.data() + (tp * BH * sh) * g.in_w + tq * BW * sw;
+    const scalar* w_base = w_tile.data() + tmi * BM;
+    for (int c = 0; c < cc; ++c) {
+      const scalar* in_c = in_base + c * in_plane;
+      const scalar* w_c = w_base + c * r_extent * s_extent * g.tile_m;
+      KCNN_DEVICE_UNROLL
+      for (int r = 0; r < r_extent; ++r) {
+        KCNN_DEVICE_UNROLL
+        for (int s = 0; s < s_extent; ++s) {
+          const scalar* w_rs = w_c + (r * s_extent + s) * g.tile_m;
+          for (int bh = 0; bh < BH; ++bh) {
+            const scalar* row = in_c + (bh * sh + r * dh) * g.in_w + s * dw;
+            for (int bm = 0; bm < BM; ++bm) {
+              const scalar wv = w_rs[bm];
+              // Innermost over output columns: contiguous in scratch for unit stride,
+              // so it is one SIMD multiply-add on CPUs.
+              KCNN_HOST_SIMD
+              for (int bw = 0; bw < BW; ++bw)
+                acc[bm][bh][bw] += row[bw * sw] * wv;
+            }
+          }
+        }
+      }
+    }
+  }
+
+  /// Output coordinates of logical thread t's micro-tile origin.
+  KOKKOS_INLINE_FUNCTION void micro_origin(const TileOrigin& o, int t, int& m, int& p,
+                                           int& q) const {
+    q = o.q0 + (t % g.threads_q) * BW;
+    p = o.p0 + ((t / g.threads_q) % g.threads_p) * BH;
+    m = o.m0 + (t / (g.threads_q * g.threads_p)) * BM;
+  }
+
+  /// Stores the micro-tile, masked at the problem's edges: with `final`, bias and
+  /// activation applied; otherwise the raw partial sums (host multi-chunk path).
+  KOKKOS_INLINE_FUNCTION void store(const scalar (&acc)[BM][BH][BW], const TileOrigin& o, int t,
+                                    bool final) const {
+    int m_first, p_first, q_first;
+    micro_origin(o, t, m_first, p_first, q_first);
+    const int q_count = static_cast<int>(pb.Q - q_first < BW ? pb.Q - q_first : BW);
+    for (int bm = 0; bm < BM; ++bm) {
+      const int m = m_first + bm;
+      if (m >= pb.M) break;
+      const scalar b = final && pb.has_bias ? scalar(bias(m)) : scalar(0);
+      for (int bh = 0; bh < BH; ++bh) {
+        const int p = p_first + bh;
+        if (p >= pb.P) break;
+        // Epilogue on the whole row first (vectorizes), then the masked store.
+        scalar out[BW];
+        bias_activation_row<BW>(final ? pb.activation : Activation::Identity, acc[bm][bh], b, out);
+        KCNN_HOST_SIMD
+        for (int bw = 0; bw < q_count; ++bw)
+          at<L>(y, o.n, m, p, q_first + bw) = out[bw];
+      }
+    }
+  }
+
+  /// Reloads partial sums stored by a previous chunk (host multi-chunk path).
+  KOKKOS_INLINE_FUNCTION void load_partial(scalar (&acc)[BM][BH][BW], const TileOrigin& o,
+                                           int t) const {
+    int m_first, p_first, q_first;
+    micro_origin(o, t, m_first, p_first, q_first);
+    for (int bm = 0; bm < BM; ++bm)
+      for (int bh = 0; bh < BH; ++bh)
+        for (int bw = 0; bw < BW; ++bw) {
+          const int m = m_first + bm, p = p_first + bh, q = q_first + bw;
+          acc[bm][bh][bw] =
+              (m < pb.M && p < pb.P && q < pb.Q) ? scalar(at<L>(y, o.n, m, p, q)) : scalar(0);
+        }
+  }
+};
+
+/// Launches one instantiation of the kernel.
+template <Layout L, int KR, int KS, bool Unit, class Micro, class ExecSpace, class XView,
+          class WView, class BView, class YView>
+void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
+                         const YView& y, const Conv2dProblem& pb) {
+  using Kernel = Conv2dTiledKernel<L, KR, KS, Unit, Micro, ExecSpace, XView, WView, BView, YView>;
+  using Scalar = typename Kernel::scalar;
+  using Policy = Kokkos::TeamPolicy<ExecSpace>;
+  constexpr bool on_host = std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
+  // Leave room for the allocator's alignment padding between the two scratch Views.
+  const std::size_t budget = static_cast<std::size_t>(Policy::scratch_size_max(0)) - 256;
+  const TiledGeometry g = make_tiled_geometry<Micro, Scalar>(pb, on_host, budget);
+
+  const std::int64_t league = g.league_size(pb.N);
+  throw_if(league > std::int64_t(0x7fffffff), "kcnn::conv2d_forward", "ConvAlgo::Tiled: ", league,
+           " tiles exceed the launch limit; split the batch");
+  const std::size_t in_elems = static_cast<std::size_t>(g.c_chunk) * g.in_h * g.in_w;
+  const std::size_t w_elems = static_cast<std::size_t>(g.c_chunk) * pb.R * pb.S * g.tile_m;
+  const std::size_t scratch =
+      Kernel::ScratchView::shmem_size(in_elems) + Kernel::ScratchView::shmem_size(w_elems);
+  throw_if(scratch > static_cast<std::size_t>(Policy::scratch_size_max(0)), "kcnn::conv2d_forward",
+           "ConvAlgo::Tiled: a ", pb.R, "x", pb.S, " filter with dilation ", pb.dilation_h, "x",
+           pb.dilation_w, " and stride ", pb.stride_h, "x", pb.stride_w,
+           " needs a halo tile larger than team scratch memory (", scratch, " > ",
+           Policy::scratch_size_max(0), " bytes); use another algorithm");
+
+  Policy policy(space, static_cast<int>(league), g.team_size);
+  Kokkos::parallel_for("kcnn::conv2d::tiled", policy.set_scratch_size(0, Kokkos::PerTeam(scratch)),
+                       Kernel{x, w, bias, y, pb, g});
+}
+
+/// Picks the compile-time filter extents. GPUs, float: 1, 3, 5, 7 unroll fully (square
+/// filters; with non-unit stride or dilation only 3 and 7, the sizes of the strided
+/// layers we target); anything else runs with runtime extents, still tiled. CPUs and
+/// double: runtime extents.
+template <Layout L, bool Unit, class Micro, class ExecSpace, class XView, class WView, class BView,
+          class YView>
+void conv2d_tiled_filter_dispatch(const ExecSpace& space, const XView& x, const WView& w,
+                                  const BView& bias, const YView& y, const Conv2dProblem& pb) {
+  const std::int64_t k = pb.R == pb.S ? pb.R : 0;
+  auto go = [&](auto extent) {
+    constexpr int K = decltype(extent)::value;
+    conv2d_tiled_launch<L, K, K, Unit, Micro>(space, x, w, bias, y, pb);
+  };
+  if constexpr (std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace> ||
+                !std::is_same_v<view_scalar_t<YView>, float>) {
+    // CPUs vectorize across output columns; unrolled taps buy little there and cost
+    // minutes of compile time per instantiation, so the host keeps runtime extents. So
+    // does double on GPUs: supported, but not what the unrolled kernels are tuned for.
+    go(std::integral_constant<int, 0>{});
+  } else if constexpr (Unit) {
+    switch (k) {
+      case 1:
+        return go(std::integral_constant<int, 1>{});
+      case 3:
+        return go(std::integral_constant<int, 3>{});
+      case 5:
+        return go(std::integral_constant<int, 5>{});
+      case 7:
+        return go(std::integral_constant<int, 7>{});
+      default:
+        return go(std::integral_constant<int, 0>{});
+    }
+  } else {
+    switch (k) {
+      case 3:
+        return go(std::integral_constant<int, 3>{});
+      case 7:
+        return go(std::integral_constant<int, 7>{});
+      default:
+        return go(std::integral_constant<int, 0>{});
+    }
+  }
+}
+
+/// Runs ConvAlgo::Tiled; `pb` has been validated against the Views.
+template <class ExecSpace, class XView, class WView, class BView, class YView>
+void conv2d_tiled(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
+                  const YView& y, const Conv2dProblem& pb) {
+  using Tiles = TiledMicroTiles<ExecSpace>;
+  const bool unit =
+      pb.stride_h == 1 && pb.stride_w == 1 && pb.dilation_h == 1 && pb.dilation_w == 1;
+  auto with_micro = [&](auto layout_tag, auto unit_tag) {
+    constexpr Layout L = decltype(layout_tag)::value;
+    constexpr bool U = decltype(unit_tag)::value;
+    if (pb.M <= Tiles::SmallM::BM) {
+      conv2d_tiled_filter_dispatch<L, U, typename Tiles::SmallM>(space, x, w, bias, y, pb);
+    } else {
+      conv2d_tiled_filter_dispatch<L, U, typename Tiles::LargeM>(space, x, w, bias, y, pb);
+    }
+  };
+  auto with_unit = [&](auto layout_tag) {
+    if (unit) {
+      with_micro(layout_tag, std::true_type{});
+    } else {
+      with_micro(layout_tag, std::false_type{});
+    }
+  };
+  if (pb.layout == Layout::NCHW) {
+    with_unit(std::integral_constant<Layout, Layout::NCHW>{});
+  } else {
+    with_unit(std::integral_constant<Layout, Layout::NHWC>{});
+  }
+}
+
+}  // namespace kcnn::Impl

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file impl/macros.hpp
+/// \brief Small portability macros for kernels.
+#pragma once
+
+/// Asks the device compiler to unroll the next loop (CUDA device code only). Host
+/// builds leave unrolling to the compiler: their kernels vectorize across an inner
+/// loop instead, and forced unrolling of large bodies costs minutes of compile time.
+#if defined(__CUDA_ARCH__)
+#define KCNN_DEVICE_UNROLL _Pragma("unroll")
+#else
+#define KCNN_DEVICE_UNROLL
+#endif
+
+/// Asks the host compiler to vectorize the next loop (OpenMP SIMD, honoured when the
+/// host compiler runs with OpenMP, as Kokkos' OpenMP backend requires). Nothing in
+/// device code, where the loop runs per thread anyway.
+#if !defined(__CUDA_ARCH__) && defined(_OPENMP)
+#define KCNN_HOST_SIMD _Pragma("omp simd")
+#else
+#define KCNN_HOST_SIMD
+#endif

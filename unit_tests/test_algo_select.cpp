@@ -1,0 +1,548 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// Algorithm selection: the list of implemented algorithms against the dispatch, the Auto
+// heuristic's rules, find_best_algo (result, cache, the y it leaves), Auto consulting
+// the cache, and the cache file (round trip; corrupt, foreign and truncated files).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "test_support.hpp"
+
+namespace kcnn_test {
+namespace {
+
+using kcnn::ConvAlgo;
+using kcnn::Layout;
+using kcnn::Impl::AlgoSet;
+using kcnn::Impl::Conv2dProblem;
+using kcnn::Impl::Target;
+
+/// A problem described directly, for the heuristic (which needs no Views).
+Conv2dProblem problem(int N, int C, int H, int W, int M, int R, int S, int stride = 1, int pad = 0,
+                      Layout layout = Layout::NCHW) {
+  Conv2dProblem pb;
+  pb.N = N, pb.C = C, pb.H = H, pb.W = W, pb.M = M, pb.R = R, pb.S = S;
+  pb.stride_h = pb.stride_w = stride;
+  pb.pad_h = pb.pad_w = pad;
+  pb.P = kcnn::Impl::conv_output_extent(H, R, stride, pad, 1);
+  pb.Q = kcnn::Impl::conv_output_extent(W, S, stride, pad, 1);
+  pb.layout = layout;
+  return pb;
+}
+
+constexpr AlgoSet kEverything{ConvAlgo::Reference, ConvAlgo::Tiled, ConvAlgo::Im2colGemm,
+                              ConvAlgo::ImplicitGemm};
+
+// ---------------------------------------------------------------------------
+// The list of implemented algorithms
+// ---------------------------------------------------------------------------
+
+// An algorithm is in implemented_conv_algos exactly when conv2d_forward runs it; a
+// merge that adds a dispatch case without the list entry (or the reverse) fails here.
+TEST(AlgoSelect, ImplementedListMatchesDispatch) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  const ConvCase c{"small", 2, 3, 9, 8, 4, 3, 3, 1, 1, 1, 1};
+  auto x = make_tensor<float, Space>("x", c.x_extents(), random_values(product(c.x_extents()), 1));
+  auto w = make_tensor<float, Space>("w", c.w_extents(), random_values(product(c.w_extents()), 2));
+  const auto ye = c.y_extents();
+  Tensor4<float, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+  const auto list = kcnn::implemented_conv_algos();
+  ASSERT_FALSE(list.empty());
+  EXPECT_EQ(list.front(), ConvAlgo::Reference);
+  for (ConvAlgo algo : kcnn::Impl::known_conv_algos) {
+    SCOPED_TRACE(kcnn::to_string(algo));
+    auto params = c.params();
+    params.algo = algo;
+    bool runs = true;
+    try {
+      kcnn::conv2d_forward(Space(), x, w, y, params);
+      Space().fence();
+    } catch (const kcnn::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("not implemented"), std::string::npos) << e.what();
+      runs = false;
+    }
+    EXPECT_EQ(runs, kcnn::Impl::is_implemented(algo));
+    EXPECT_EQ(runs, std::count(list.begin(), list.end(), algo) == 1);
+  }
+  EXPECT_FALSE(kcnn::Impl::is_implemented(ConvAlgo::Auto));
+}
+
+// ---------------------------------------------------------------------------
+// The heuristic
+// ---------------------------------------------------------------------------
+
+std::vector<Conv2dProblem> heuristic_problems() {
+  return {
+      problem(10000, 1, 86, 86, 4, 7, 7),                     // LeNet C1
+      problem(10000, 4, 40, 40, 16, 7, 7, 2),                 // LeNet C3, stride 2
+      problem(64, 64, 56, 56, 64, 3, 3, 1, 1),                // ResNet 3x3
+      problem(32, 512, 7, 7, 512, 3, 3, 1, 1, Layout::NHWC),  // ResNet 3x3, NHWC
+      problem(64, 256, 56, 56, 64, 1, 1),                     // pointwise
+      problem(8, 64, 56, 56, 256, 1, 1, 2),                   // 1x1 with stride 2
+      problem(128, 3, 227, 227, 96, 11, 11, 4),               // AlexNet conv1
+      problem(3, 5, 13, 11, 7, 3, 3, 1, 0, Layout::NHWC),     // primes
+      problem(1, 1, 1, 1, 1, 1, 1),                           // trivial
+  };
+}
+
+TEST(AlgoSelect, HeuristicPicksReferenceWhenItIsAllThereIs) {
+  for (const auto& pb : heuristic_problems())
+    for (Target t : {Target::Host, Target::Device})
+      EXPECT_EQ(kcnn::Impl::select_conv2d_algo(pb, t, AlgoSet{ConvAlgo::Reference}).algo,
+                ConvAlgo::Reference);
+}
+
+TEST(AlgoSelect, HeuristicRulesWithEveryAlgorithm) {
+  struct Expect {
+    Conv2dProblem pb;
+    Target target;
+    ConvAlgo algo;
+    std::string rule;
+  };
+  const Expect table[] = {
+      {problem(64, 256, 56, 56, 64, 1, 1), Target::Device, ConvAlgo::Im2colGemm, "pointwise"},
+      {problem(8, 64, 56, 56, 256, 1, 1), Target::Host, ConvAlgo::Im2colGemm, "pointwise"},
+      {problem(10000, 1, 86, 86, 4, 7, 7), Target::Device, ConvAlgo::Tiled,
+       "device_short_reduction"},
+      {problem(10000, 4, 40, 40, 16, 7, 7), Target::Device, ConvAlgo::Tiled,
+       "device_short_reduction"},
+      {problem(8, 64, 56, 56, 256, 1, 1, 2), Target::Device, ConvAlgo::Tiled,
+       "device_short_reduction"},
+      {problem(64, 64, 56, 56, 64, 3, 3, 1, 1), Target::Device, ConvAlgo::ImplicitGemm,
+       "device_long_reduction"},
+      {problem(128, 3, 227, 227, 96, 11, 11, 4), Target::Device, ConvAlgo::ImplicitGemm,
+       "device_long_reduction"},
+      {problem(1000, 1, 86, 86, 4, 7, 7), Target::Host, ConvAlgo::Tiled, "host_short_reduction"},
+      {problem(1000, 4, 40, 40, 16, 7, 7), Target::Host, ConvAlgo::Im2colGemm,
+       "host_long_reduction"},
+      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), Target::Host, ConvAlgo::Im2colGemm,
+       "host_long_reduction"},
+  };
+  for (const auto& e : table) {
+    const auto choice = kcnn::Impl::select_conv2d_algo(e.pb, e.target, kEverything);
+    EXPECT_EQ(choice.algo, e.algo) << "rule " << choice.reason << ", expected " << e.rule;
+    EXPECT_EQ(std::string(choice.reason), e.rule);
+  }
+  // Preferences fall through to the next algorithm the build has.
+  const auto lenet_c1 = problem(10000, 1, 86, 86, 4, 7, 7);
+  EXPECT_EQ(kcnn::Impl::select_conv2d_algo(
+                lenet_c1, Target::Device,
+                AlgoSet{ConvAlgo::Reference, ConvAlgo::Im2colGemm, ConvAlgo::ImplicitGemm})
+                .algo,
+            ConvAlgo::ImplicitGemm);
+  const auto pointwise = problem(64, 256, 56, 56, 64, 1, 1);
+  EXPECT_EQ(kcnn::Impl::select_conv2d_algo(pointwise, Target::Host,
+                                           AlgoSet{ConvAlgo::Reference, ConvAlgo::Tiled})
+                .algo,
+            ConvAlgo::Tiled);
+}
+
+// Whatever the build implements, the heuristic only picks from it.
+TEST(AlgoSelect, HeuristicOnlyPicksAvailableAlgorithms) {
+  const ConvAlgo others[] = {ConvAlgo::Tiled, ConvAlgo::Im2colGemm, ConvAlgo::ImplicitGemm};
+  for (unsigned mask = 0; mask < 8; ++mask) {
+    AlgoSet set{ConvAlgo::Reference};
+    for (unsigned i = 0; i < 3; ++i)
+      if (mask & (1u << i)) set = set.with(others[i]);
+    for (const auto& pb : heuristic_problems())
+      for (Target t : {Target::Host, Target::Device}) {
+        const ConvAlgo got = kcnn::Impl::select_conv2d_algo(pb, t, set).algo;
+        EXPECT_TRUE(set.contains(got)) << kcnn::to_string(got) << " with mask " << mask;
+      }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// find_best_algo and the cache
+// ---------------------------------------------------------------------------
+
+/// Inputs, y and the expected result of one problem on one execution space.
+template <class T, class Space>
+struct Problem {
+  ConvCase c;
+  Tensor4<T, Space> x, w, y;
+  Tensor1<T, Space> bias;
+  std::vector<double> want;
+
+  explicit Problem(const ConvCase& cc) : c(cc) {
+    const auto xv = random_values(product(c.x_extents()), 101);
+    const auto wv = random_values(product(c.w_extents()), 202);
+    const auto bv = random_values(c.M, 303);
+    want = host_conv2d(c, xv, wv, bv);
+    x = make_tensor<T, Space>("x", c.x_extents(), xv);
+    w = make_tensor<T, Space>("w", c.w_extents(), wv);
+    bias = make_vector<T, Space>("bias", bv);
+    const auto ye = c.y_extents();
+    y = Tensor4<T, Space>("y", ye[0], ye[1], ye[2], ye[3]);
+  }
+  kcnn::FindAlgoResult find(const Space& space, kcnn::FindAlgoOptions options = {}) const {
+    return c.bias ? kcnn::find_best_algo(space, x, w, bias, y, c.params(), options)
+                  : kcnn::find_best_algo(space, x, w, y, c.params(), options);
+  }
+  Conv2dProblem pb() const {
+    return kcnn::Impl::make_conv2d_problem("test", x, w, c.bias ? bias : Tensor1<T, Space>(), y,
+                                           c.params());
+  }
+  kcnn::Impl::AlgoChoice auto_choice() const {
+    return kcnn::Impl::resolve_auto_algo<Space, decltype(x), decltype(w), decltype(y)>(pb());
+  }
+  kcnn::Impl::AlgoCacheKey key() const {
+    return kcnn::Impl::make_algo_cache_key<Space, decltype(x), decltype(w), decltype(y)>(pb());
+  }
+  double error() const { return relative_error(to_host(y), want); }
+};
+
+ConvCase tuned_case(Layout layout, bool bias) {
+  ConvCase c{"tuned", 2, 5, 13, 11, 7, 3, 3, 2, 1, 1, 1};  // primes, stride 2/1, padding
+  c.layout = layout;
+  c.activation = kcnn::Activation::ReLU;
+  c.bias = bias;
+  return c;
+}
+
+class FindBestAlgo : public ::testing::Test {
+ protected:
+  void SetUp() override { kcnn::clear_algo_cache(); }
+  void TearDown() override { kcnn::clear_algo_cache(); }
+};
+
+TEST_F(FindBestAlgo, TimesEveryAlgorithmCachesTheWinnerAndLeavesACorrectY) {
+  for (Backend b : backends()) {
+    SCOPED_TRACE(backend_name(b));
+    with_backend(b, [&](const auto& space) {
+      using Space = std::decay_t<decltype(space)>;
+      kcnn::clear_algo_cache();
+      for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+        for (bool bias : {false, true}) {
+          SCOPED_TRACE(std::string(kcnn::to_string(layout)) + (bias ? " bias" : " no bias"));
+          Problem<float, Space> p(tuned_case(layout, bias));
+          const std::size_t cached_before = kcnn::algo_cache_size();
+
+          poison(p.y);
+          const auto first = p.find(space);
+          space.fence();
+          EXPECT_TRUE(kcnn::Impl::is_implemented(first.algo));
+          EXPECT_FALSE(first.from_cache);
+          ASSERT_EQ(first.timings.size(), kcnn::implemented_conv_algos().size());
+          // Each algorithm either ran or says why not (an algorithm may not support a
+          // shape); the winner ran and was the fastest.
+          double best = -1;
+          for (const auto& t : first.timings) {
+            EXPECT_NE(t.ok(), !t.error.empty()) << kcnn::to_string(t.algo) << ": " << t.error;
+            if (t.algo == first.algo) best = t.seconds;
+          }
+          EXPECT_GE(best, 0.0);
+          for (const auto& t : first.timings)
+            EXPECT_TRUE(!t.ok() || best <= t.seconds) << kcnn::to_string(t.algo);
+          EXPECT_LE(p.error(), tolerance<float>());
+          EXPECT_EQ(kcnn::algo_cache_size(), cached_before + 1);
+          const auto entry = kcnn::Impl::algo_cache().find(p.key());
+          ASSERT_TRUE(entry.has_value());
+          EXPECT_EQ(entry->algo, first.algo);
+
+          // The second time the cache answers, and y is still computed.
+          poison(p.y);
+          const auto second = p.find(space);
+          space.fence();
+          EXPECT_TRUE(second.from_cache);
+          EXPECT_TRUE(second.timings.empty());
+          EXPECT_EQ(second.algo, first.algo);
+          EXPECT_LE(p.error(), tolerance<float>());
+
+          // Unless told to time again.
+          poison(p.y);
+          const auto third = p.find(space, {3, false});
+          space.fence();
+          EXPECT_FALSE(third.from_cache);
+          EXPECT_EQ(third.timings.size(), kcnn::implemented_conv_algos().size());
+          EXPECT_LE(p.error(), tolerance<float>());
+          EXPECT_EQ(kcnn::algo_cache_size(), cached_before + 1);
+        }
+      }
+    });
+  }
+}
+
+TEST_F(FindBestAlgo, DoublePrecisionIsItsOwnEntry) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  Problem<float, Space> pf(tuned_case(Layout::NCHW, true));
+  Problem<double, Space> pd(tuned_case(Layout::NCHW, true));
+  pf.find(Space());
+  poison(pd.y);
+  pd.find(Space());
+  Space().fence();
+  EXPECT_EQ(kcnn::algo_cache_size(), 2u);
+  EXPECT_LE(pd.error(), tolerance<double>());
+}
+
+TEST_F(FindBestAlgo, InvalidArgumentsThrowBeforeWritingY) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  Problem<float, Space> p(tuned_case(Layout::NCHW, true));
+  Kokkos::deep_copy(p.y, 7.0f);
+  auto params = p.c.params();
+  params.stride_h = 0;
+  EXPECT_THROW(kcnn::find_best_algo(Space(), p.x, p.w, p.bias, p.y, params), kcnn::Error);
+  Tensor4<float, Space> wrong_w("w", p.c.M, p.c.C + 1, p.c.R, p.c.S);
+  EXPECT_THROW(kcnn::find_best_algo(Space(), p.x, wrong_w, p.bias, p.y, p.c.params()), kcnn::Error);
+  EXPECT_THROW(kcnn::find_best_algo(Space(), p.x, p.w, p.bias, p.y, p.c.params(), {0, true}),
+               kcnn::Error);
+  for (double v : to_host(p.y))
+    ASSERT_EQ(v, 7.0);
+  EXPECT_EQ(kcnn::algo_cache_size(), 0u);
+}
+
+/// Records the names of the profiling regions pushed while it lives.
+class RegionRecorder {
+ public:
+  RegionRecorder() {
+    names().clear();
+    Kokkos::Tools::Experimental::set_push_region_callback(
+        [](const char* name) { names().emplace_back(name); });
+  }
+  ~RegionRecorder() { Kokkos::Tools::Experimental::set_push_region_callback(nullptr); }
+  static std::vector<std::string>& names() {
+    static std::vector<std::string> list;
+    return list;
+  }
+};
+
+TEST_F(FindBestAlgo, AutoConsultsTheCacheFirst) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  Problem<float, Space> p(tuned_case(Layout::NHWC, true));
+  auto params = p.c.params();  // algo = Auto
+  const auto heuristic = p.auto_choice();
+  EXPECT_NE(std::string(heuristic.reason), "cache");
+
+  const auto found = p.find(Space());
+  Space().fence();
+  EXPECT_EQ(std::string(p.auto_choice().reason), "cache");
+  EXPECT_EQ(p.auto_choice().algo, found.algo);
+  EXPECT_EQ(kcnn::resolve_conv2d_algo(Space(), p.x, p.w, p.bias, p.y, params), found.algo);
+
+  // Whatever implemented algorithm the cache names is what Auto runs (and says so in
+  // its profiling region).
+  for (ConvAlgo algo : kcnn::implemented_conv_algos()) {
+    SCOPED_TRACE(kcnn::to_string(algo));
+    kcnn::Impl::algo_cache().insert(p.key(), {algo, 1.0});
+    poison(p.y);
+    {
+      RegionRecorder recorder;
+      kcnn::conv2d_forward(Space(), p.x, p.w, p.bias, p.y, params);
+      Space().fence();
+      const std::string expected =
+          std::string("kcnn::conv2d_forward[") + kcnn::to_string(algo) + "]";
+      EXPECT_EQ(
+          std::count(RegionRecorder::names().begin(), RegionRecorder::names().end(), expected), 1);
+    }
+    EXPECT_LE(p.error(), tolerance<float>());
+  }
+
+  // A cached algorithm this build lacks (e.g. from a newer kcnn's file) is passed over.
+  for (ConvAlgo algo : kcnn::Impl::known_conv_algos) {
+    if (kcnn::Impl::is_implemented(algo)) continue;
+    kcnn::Impl::algo_cache().insert(p.key(), {algo, 1.0});
+    EXPECT_EQ(p.auto_choice().algo, heuristic.algo);
+    EXPECT_NE(std::string(p.auto_choice().reason), "cache");
+    poison(p.y);
+    kcnn::conv2d_forward(Space(), p.x, p.w, p.bias, p.y, params);
+    Space().fence();
+    EXPECT_LE(p.error(), tolerance<float>());
+  }
+}
+
+TEST(AlgoCacheKey, DistinguishesEverythingThatMayChangeTheWinner) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  using kcnn::Impl::make_algo_cache_key;
+  using Right = Tensor4<float, Space>;
+  using Left = Kokkos::View<float****, Kokkos::LayoutLeft, Space::memory_space>;
+  using DRight = Tensor4<double, Space>;
+  const auto pb = problem(2, 3, 9, 9, 4, 3, 3);
+  const auto base = make_algo_cache_key<Space, Right, Right, Right>(pb);
+  EXPECT_EQ(base.views, "RRR");
+  EXPECT_EQ(base.scalar, "float");
+  EXPECT_EQ(base.backend, Space::name());
+  EXPECT_EQ(base, (make_algo_cache_key<Space, Right, Right, Right>(pb)));
+  EXPECT_EQ((make_algo_cache_key<Space, Left, Right, Left>(pb)).views, "LRL");
+  EXPECT_EQ((make_algo_cache_key<Space, DRight, DRight, DRight>(pb)).scalar, "double");
+  auto other = pb;
+  other.has_bias = true;
+  EXPECT_FALSE(base == (make_algo_cache_key<Space, Right, Right, Right>(other)));
+  other = pb;
+  other.activation = kcnn::Activation::Tanh;
+  EXPECT_FALSE(base == (make_algo_cache_key<Space, Right, Right, Right>(other)));
+  other = pb;
+  other.dilation_w = 2;
+  EXPECT_FALSE(base == (make_algo_cache_key<Space, Right, Right, Right>(other)));
+}
+
+// ---------------------------------------------------------------------------
+// The cache file
+// ---------------------------------------------------------------------------
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + "kcnn_algo_cache_" + std::to_string(getpid()) + "_" + name + ".txt";
+}
+
+void write_file(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class AlgoCacheFile : public FindBestAlgo {};
+
+TEST_F(AlgoCacheFile, SaveAndLoadRoundTrip) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  Problem<float, Space> a(tuned_case(Layout::NCHW, true));
+  Problem<float, Space> b(tuned_case(Layout::NHWC, false));
+  a.find(Space());
+  b.find(Space());
+  Space().fence();
+  ASSERT_EQ(kcnn::algo_cache_size(), 2u);
+  const auto before = kcnn::Impl::algo_cache().snapshot();
+
+  const std::string path = temp_path("roundtrip");
+  ASSERT_TRUE(kcnn::save_algo_cache(path));
+  const std::string text = read_file(path);
+  EXPECT_EQ(text.rfind("kcnn-algo-cache 1\n", 0), 0u) << text;
+
+  kcnn::clear_algo_cache();
+  EXPECT_NE(std::string(a.auto_choice().reason), "cache");
+  testing::internal::CaptureStderr();
+  EXPECT_TRUE(kcnn::load_algo_cache(path));
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  const auto after = kcnn::Impl::algo_cache().snapshot();
+  ASSERT_EQ(after.size(), before.size());
+  for (const auto& [key, entry] : before) {
+    const auto it = after.find(key);
+    ASSERT_NE(it, after.end());
+    EXPECT_EQ(it->second.algo, entry.algo);
+    EXPECT_EQ(it->second.seconds, entry.seconds);
+  }
+  // Auto now answers from the loaded cache; find_best_algo too.
+  EXPECT_EQ(std::string(a.auto_choice().reason), "cache");
+  EXPECT_TRUE(b.find(Space()).from_cache);
+  // Saving what was loaded gives the same file.
+  const std::string again = temp_path("roundtrip_again");
+  ASSERT_TRUE(kcnn::save_algo_cache(again));
+  EXPECT_EQ(read_file(again), text);
+  std::remove(path.c_str());
+  std::remove(again.c_str());
+}
+
+TEST_F(AlgoCacheFile, HandWrittenFileWithCommentsLoads) {
+  const std::string path = temp_path("handwritten");
+  write_file(path,
+             "kcnn-algo-cache 1\n"
+             "# a comment\n"
+             "\n"
+             "OpenMP float NCHW RRR ReLU 1 2 3 9 9 4 3 3 1 1 1 1 1 1 Reference 0.001\n"
+             "Cuda double NHWC RLR Identity 0 8 64 56 56 64 3 3 2 2 1 1 1 1 Tiled 2.5e-05\n"
+             "end 2\n");
+  EXPECT_TRUE(kcnn::load_algo_cache(path));
+  EXPECT_EQ(kcnn::algo_cache_size(), 2u);
+  std::remove(path.c_str());
+}
+
+TEST_F(AlgoCacheFile, MissingFileIsIgnoredSilently) {
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(kcnn::load_algo_cache(temp_path("does_not_exist")));
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(kcnn::algo_cache_size(), 0u);
+}
+
+TEST_F(AlgoCacheFile, UnwritablePathWarns) {
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(kcnn::save_algo_cache("/nonexistent-directory/kcnn/cache.txt"));
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("warning"), std::string::npos);
+}
+
+// Every defective file is ignored as a whole, with a warning, leaving the cache as it was.
+TEST_F(AlgoCacheFile, CorruptForeignAndTruncatedFilesAreIgnoredWithAWarning) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  Problem<float, Space> p(tuned_case(Layout::NCHW, true));
+  p.find(Space());
+  Space().fence();
+  const auto before = kcnn::Impl::algo_cache().snapshot();
+  ASSERT_EQ(before.size(), 1u);
+
+  const std::string header = "kcnn-algo-cache 1\n";
+  const std::string good =
+      "OpenMP float NCHW RRR ReLU 1 2 3 9 9 4 3 3 1 1 1 1 1 1 Reference 0.001\n";
+  const std::string good2 =
+      "Serial double NHWC RRR Tanh 0 1 7 5 5 3 3 3 1 1 0 0 1 1 Reference 0.5\n";
+  const std::string valid = header + good + good2 + "end 2\n";
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    s.replace(s.find(from), from.size(), to);
+    return header + s + "end 1\n";
+  };
+  const char binary[] =
+      "\x7f"
+      "ELF\x02\x01\x01\0\0\0\xff\xfe garbage\n";
+  const std::map<std::string, std::string> files = {
+      {"empty", ""},
+      {"json", "{\"context\": {}, \"benchmarks\": []}\n"},
+      {"binary", std::string(binary, sizeof(binary) - 1)},
+      {"other_magic", "kcnn-algo-cachex 1\n" + good + "end 1\n"},
+      {"newer_version", "kcnn-algo-cache 2\n" + good + "end 1\n"},
+      {"header_only", header},
+      {"truncated_no_end", header + good + good2},
+      {"truncated_mid_line", valid.substr(0, header.size() + good.size() + 20)},
+      {"wrong_count", header + good + good2 + "end 3\n"},
+      {"bad_count", header + good + "end one\n"},
+      {"content_after_end", valid + good},
+      {"duplicate", header + good + good + "end 2\n"},
+      {"too_few_fields", header + "OpenMP float NCHW RRR ReLU 1 2 3 9 9\nend 1\n"},
+      {"too_many_fields", with("0.001", "0.001 extra")},
+      {"unknown_algo", with("Reference", "Fastest")},
+      {"auto_algo", with("Reference", "Auto")},
+      {"unknown_layout", with("NCHW", "CHWN")},
+      {"unknown_activation", with("ReLU", "Swish")},
+      {"unknown_scalar", with("float", "half")},
+      {"bad_views", with("RRR", "RRX")},
+      {"bad_bias", with("ReLU 1", "ReLU 2")},
+      {"negative_extent", with(" 2 3 9 9 ", " -2 3 9 9 ")},
+      {"zero_extent", with(" 2 3 9 9 ", " 2 0 9 9 ")},
+      {"non_numeric_extent", with(" 2 3 9 9 ", " 2 3 nine 9 ")},
+      {"overflowing_extent", with(" 2 3 9 9 ", " 2 3 99999999999999999999999 9 ")},
+      {"zero_stride", with("3 3 1 1 1 1 1 1", "3 3 0 1 1 1 1 1")},
+      {"negative_pad", with("3 3 1 1 1 1 1 1", "3 3 1 1 -1 1 1 1")},
+      {"nan_seconds", with("0.001", "nan")},
+      {"negative_seconds", with("0.001", "-1")},
+      {"text_seconds", with("0.001", "fast")},
+  };
+  for (const auto& [name, content] : files) {
+    SCOPED_TRACE(name);
+    const std::string path = temp_path(name);
+    write_file(path, content);
+    testing::internal::CaptureStderr();
+    EXPECT_FALSE(kcnn::load_algo_cache(path));
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("warning"), std::string::npos) << err;
+    EXPECT_NE(err.find(path), std::string::npos) << err;
+    const auto after = kcnn::Impl::algo_cache().snapshot();
+    ASSERT_EQ(after.size(), before.size());
+    EXPECT_TRUE(after.begin()->first == before.begin()->first);
+    std::remove(path.c_str());
+  }
+  // The same entries in a well-formed file do load.
+  const std::string path = temp_path("valid");
+  write_file(path, valid);
+  EXPECT_TRUE(kcnn::load_algo_cache(path));
+  EXPECT_EQ(kcnn::algo_cache_size(), before.size() + 2);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace kcnn_test
