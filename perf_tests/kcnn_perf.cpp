@@ -28,9 +28,18 @@
 // runs the tuned winner; --save-algo-cache FILE writes the cache at the end.
 // --max-seconds: see the skip rule printed at start-up (default 2 s on device builds,
 // 0.5 s on host builds).
+//
+// Pooling (issue 6): pool2d/lenet/<s2|s4>/<layout>/<Max> times pool2d_forward alone on
+// the seed network's subsampling layers (B,4,80,80 2x2 max; B,16,34,34 4x4 max; GB/s =
+// bytes read + written, frac_peak_bw against the copy ceiling), and
+// lenet_stack/<fused|unfused>/<layout>/<algo> the seed network's convolution stack
+// (C1 -> ReLU -> 2x2 max -> C3 -> ReLU -> 4x4 max, with biases): "fused" is two
+// conv2d_forward calls with params.pool, "unfused" the four calls conv, pool, conv, pool
+// with the unpooled tensors in memory.
 #include <benchmark/benchmark.h>
 
 #include <Kokkos_Core.hpp>
+#include <Kokkos_Random.hpp>
 #include <kcnn/kcnn.hpp>
 
 #include <cstdio>
@@ -193,6 +202,155 @@ void bench_baseline(benchmark::State& state, const Shape& sh, const Baseline& ba
   if (baseline.is_reference) g_run->baseline_seconds[sh.key()] = t.median;
   report(state, sh, t);
   state.SetLabel(sh.key() + " " + label);
+}
+
+/// Median time of `once` (launch + fence) with this run's repetition rule, or a skip.
+template <class F>
+bool time_or_skip(benchmark::State& state, F&& once, Timing& t) {
+  try {
+    t = time_median(
+        [&] {
+          once();
+          Space().fence();
+        },
+        g_run->opt.reps, g_run->opt.target_seconds);
+  } catch (const kcnn::Error& e) {
+    skip(state, e.what());
+    return false;
+  }
+  for (auto _ : state)
+    state.SetIterationTime(t.median);
+  state.counters["reps"] = t.reps;
+  state.counters["spread"] = (t.max - t.min) / t.median;
+  return true;
+}
+
+using Tensor4 = Kokkos::View<float****, Kokkos::LayoutRight, Space::memory_space>;
+using Tensor1 = Kokkos::View<float*, Space::memory_space>;
+
+/// A tensor of logical extents (n, c, h, w) stored in `layout`; random in [-1, 1] if
+/// `seed` is not 0.
+Tensor4 tensor(const std::string& label, kcnn::Layout layout, int n, int c, int h, int w,
+               unsigned seed = 0) {
+  Tensor4 t =
+      layout == kcnn::Layout::NHWC ? Tensor4(label, n, h, w, c) : Tensor4(label, n, c, h, w);
+  if (seed != 0) {
+    Kokkos::Random_XorShift64_Pool<Space> pool(seed);
+    Kokkos::fill_random(t, pool, -1.0f, 1.0f);
+  }
+  return t;
+}
+
+/// One pooling layer: (N, C, H, W) pooled by a square window.
+struct PoolShape {
+  std::string name;
+  int N, C, H, W, window, stride;
+  kcnn::PoolMode mode = kcnn::PoolMode::Max;
+  kcnn::Layout layout = kcnn::Layout::NCHW;
+
+  int out(int in) const { return (in - window) / stride + 1; }
+  std::string key() const {
+    std::ostringstream s;
+    s << N << 'x' << C << 'x' << H << 'x' << W << ' ' << kcnn::to_string(mode) << ' ' << window
+      << 'x' << window << " s" << stride << ' ' << kcnn::to_string(layout);
+    return s.str();
+  }
+};
+
+void bench_pool(benchmark::State& state, const PoolShape& sh) {
+  const Tensor4 x = tensor("x", sh.layout, sh.N, sh.C, sh.H, sh.W, 11);
+  const Tensor4 y = tensor("y", sh.layout, sh.N, sh.C, sh.out(sh.H), sh.out(sh.W));
+  kcnn::Pool2dParams params;
+  params.mode = sh.mode;
+  params.window_h = params.window_w = sh.window;
+  params.stride_h = params.stride_w = sh.stride;
+  params.layout = sh.layout;
+  Timing t;
+  if (!time_or_skip(
+          state, [&] { kcnn::pool2d_forward(Space(), x, y, params); }, t))
+    return;
+  const double gbs = sizeof(float) * (double(x.span()) + double(y.span())) / t.median * 1e-9;
+  state.counters["GB/s"] = gbs;
+  if (g_run->peaks.gbs > 0) state.counters["frac_peak_bw"] = gbs / g_run->peaks.gbs;
+  state.SetLabel(sh.key());
+}
+
+/// The seed network's convolution stack at batch B: C1 (1 -> 4 maps, 7x7, 86x86 -> 80x80)
+/// -> ReLU -> 2x2 max pool (40x40) -> C3 (4 -> 16 maps, 7x7, 34x34) -> ReLU -> 4x4 max
+/// pool (8x8), with biases.
+void bench_lenet_stack(benchmark::State& state, int B, kcnn::Layout layout, bool fused,
+                       kcnn::ConvAlgo algo) {
+  const double flops = 2.0 * B * (4.0 * 80 * 80 * 1 * 7 * 7 + 16.0 * 34 * 34 * 4 * 7 * 7);
+  const auto rate = g_run->calibrated_gflops.find(algo);
+  if (rate != g_run->calibrated_gflops.end() &&
+      flops / (rate->second * 1e9) > g_run->opt.max_seconds)
+    return skip(state, std::string("skipped: ") + kcnn::to_string(algo) +
+                           " would exceed --max-seconds on this stack");
+  const Tensor4 x = tensor("x", layout, B, 1, 86, 86, 1);
+  const Tensor4 w1 = tensor("w1", layout, 4, 1, 7, 7, 2), w3 = tensor("w3", layout, 16, 4, 7, 7, 3);
+  Tensor1 b1("b1", 4), b3("b3", 16);
+  Kokkos::Random_XorShift64_Pool<Space> rng(4);
+  Kokkos::fill_random(b1, rng, -1.0f, 1.0f);
+  Kokkos::fill_random(b3, rng, -1.0f, 1.0f);
+  const Tensor4 s2 = tensor("s2", layout, B, 4, 40, 40), s4 = tensor("s4", layout, B, 16, 8, 8);
+  Tensor4 c1, c3;  // the unpooled outputs: the unfused sequence only
+  if (!fused) {
+    c1 = tensor("c1", layout, B, 4, 80, 80);
+    c3 = tensor("c3", layout, B, 16, 34, 34);
+  }
+  kcnn::Conv2dParams conv;
+  conv.layout = layout;
+  conv.activation = kcnn::Activation::ReLU;
+  conv.algo = algo;
+  kcnn::Pool2dParams pool2, pool4;  // Max, 2x2 stride 2 by default
+  pool2.layout = pool4.layout = layout;
+  pool4.window_h = pool4.window_w = pool4.stride_h = pool4.stride_w = 4;
+  kcnn::Conv2dParams conv_pool2 = conv, conv_pool4 = conv;
+  conv_pool2.pool = pool2;
+  conv_pool4.pool = pool4;
+  Timing t;
+  const bool ok = time_or_skip(
+      state,
+      [&] {
+        if (fused) {
+          kcnn::conv2d_forward(Space(), x, w1, b1, s2, conv_pool2);
+          kcnn::conv2d_forward(Space(), s2, w3, b3, s4, conv_pool4);
+        } else {
+          kcnn::conv2d_forward(Space(), x, w1, b1, c1, conv);
+          kcnn::pool2d_forward(Space(), c1, s2, pool2);
+          kcnn::conv2d_forward(Space(), s2, w3, b3, c3, conv);
+          kcnn::pool2d_forward(Space(), c3, s4, pool4);
+        }
+      },
+      t);
+  if (!ok) return;
+  const double gflops = flops / t.median * 1e-9;
+  state.counters["GFLOP/s"] = gflops;
+  if (g_run->peaks.gflops > 0) state.counters["frac_peak_flops"] = gflops / g_run->peaks.gflops;
+  state.SetLabel("B=" + std::to_string(B) + " C1 7x7 ReLU max2 -> C3 7x7 ReLU max4 " +
+                 kcnn::to_string(layout));
+}
+
+void register_one(const std::string& name, std::function<void(benchmark::State&)> fn);
+
+/// Pooling alone on the LeNet subsampling layers, and the LeNet stack fused and unfused
+/// for every implemented algorithm, in both layouts.
+void register_pool_benchmarks(int batch) {
+  for (kcnn::Layout layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
+    for (const PoolShape& sh :
+         {PoolShape{"s2", batch, 4, 80, 80, 2, 2, kcnn::PoolMode::Max, layout},
+          PoolShape{"s4", batch, 16, 34, 34, 4, 4, kcnn::PoolMode::Max, layout}})
+      register_one("pool2d/lenet/" + sh.name + "/" + kcnn::to_string(layout) + "/" +
+                       kcnn::to_string(sh.mode),
+                   [sh](benchmark::State& st) { bench_pool(st, sh); });
+    for (kcnn::ConvAlgo algo : kcnn::implemented_conv_algos())
+      for (bool fused : {true, false})
+        register_one(std::string("lenet_stack/") + (fused ? "fused/" : "unfused/") +
+                         kcnn::to_string(layout) + "/" + kcnn::to_string(algo),
+                     [batch, layout, fused, algo](benchmark::State& st) {
+                       bench_lenet_stack(st, batch, layout, fused, algo);
+                     });
+  }
 }
 
 void register_one(const std::string& name, std::function<void(benchmark::State&)> fn) {
@@ -360,6 +518,7 @@ int run_all(int argc, char** argv) {
     register_shape(sh, baselines);
   for (const Shape& sh : run.opt.custom)
     register_shape(sh, baselines);
+  register_pool_benchmarks(run.opt.lenet_batch);
 
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -237,4 +237,9 @@ TEST(Conv2dForwardViews, ConstAndUnmanagedInputs) {
 }
 
 }  // namespace
+
+std::vector<ConvAlgo> conv2d_test_algorithms() {
+  return algorithms();
+}
+
 }  // namespace kcnn_test

@@ -12,6 +12,7 @@
 
 #include "kcnn_instances.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -117,6 +118,103 @@ inline std::vector<double> host_conv2d(const ConvCase& c, const std::vector<doub
         }
   return y;
 }
+
+/// The activation functions, in double, from their definitions.
+inline double host_activation(kcnn::Activation a, double v) {
+  switch (a) {
+    case kcnn::Activation::Identity:
+      return v;
+    case kcnn::Activation::ReLU:
+      return v > 0 ? v : 0;
+    case kcnn::Activation::Sigmoid:
+      return 1.0 / (1.0 + std::exp(-v));
+    case kcnn::Activation::Tanh:
+      return std::tanh(v);
+  }
+  return v;
+}
+
+/// One pooling problem, described the way a user would.
+struct PoolCase {
+  std::string name;
+  int N, C, H, W;
+  int window_h = 2, window_w = 2, stride_h = 2, stride_w = 2, pad_h = 0, pad_w = 0;
+  kcnn::PoolMode mode = kcnn::PoolMode::Max;
+  bool count_include_pad = true;
+  kcnn::Layout layout = kcnn::Layout::NCHW;
+  kcnn::Activation activation = kcnn::Activation::Identity;
+  bool bias = false;
+
+  kcnn::Pool2dParams params() const {
+    kcnn::Pool2dParams p;
+    p.mode = mode;
+    p.window_h = window_h, p.window_w = window_w, p.stride_h = stride_h, p.stride_w = stride_w;
+    p.pad_h = pad_h, p.pad_w = pad_w;
+    p.count_include_pad = count_include_pad;
+    p.layout = layout, p.activation = activation;
+    return p;
+  }
+  int P() const { return (H + 2 * pad_h - window_h) / stride_h + 1; }
+  int Q() const { return (W + 2 * pad_w - window_w) / stride_w + 1; }
+  bool nhwc() const { return layout == kcnn::Layout::NHWC; }
+  std::array<int, 4> x_extents() const {
+    return nhwc() ? std::array{N, H, W, C} : std::array{N, C, H, W};
+  }
+  std::array<int, 4> y_extents() const {
+    return nhwc() ? std::array{N, P(), Q(), C} : std::array{N, C, P(), Q()};
+  }
+};
+
+/// Independent double-precision pooling on the host: act(pool(x) + bias[c]). Average
+/// divisors follow PyTorch's rule (window clipped to the padded input when padding
+/// counts, to the real input when it does not); Max propagates NaN.
+inline std::vector<double> host_pool2d(const PoolCase& c, const std::vector<double>& x,
+                                       const std::vector<double>& bias) {
+  const int P = c.P(), Q = c.Q();
+  auto xi = [&](int n, int ch, int h, int w) -> std::size_t {
+    return c.nhwc() ? ((static_cast<std::size_t>(n) * c.H + h) * c.W + w) * c.C + ch
+                    : ((static_cast<std::size_t>(n) * c.C + ch) * c.H + h) * c.W + w;
+  };
+  auto yi = [&](int n, int ch, int p, int q) -> std::size_t {
+    return c.nhwc() ? ((static_cast<std::size_t>(n) * P + p) * Q + q) * c.C + ch
+                    : ((static_cast<std::size_t>(n) * c.C + ch) * P + p) * Q + q;
+  };
+  std::vector<double> y(static_cast<std::size_t>(c.N) * c.C * P * Q);
+  for (int n = 0; n < c.N; ++n)
+    for (int ch = 0; ch < c.C; ++ch)
+      for (int p = 0; p < P; ++p)
+        for (int q = 0; q < Q; ++q) {
+          const int hs = p * c.stride_h - c.pad_h, ws = q * c.stride_w - c.pad_w;
+          const int padded_rows = std::min(hs + c.window_h, c.H + c.pad_h) - hs;
+          const int padded_cols = std::min(ws + c.window_w, c.W + c.pad_w) - ws;
+          double max = -std::numeric_limits<double>::infinity(), sum = 0;
+          int real = 0;
+          bool nan = false;
+          for (int r = 0; r < c.window_h; ++r)
+            for (int s = 0; s < c.window_w; ++s) {
+              const int h = hs + r, w = ws + s;
+              if (h < 0 || h >= c.H || w < 0 || w >= c.W) continue;
+              const double v = x[xi(n, ch, h, w)];
+              nan = nan || std::isnan(v);
+              max = std::max(max, v);
+              sum += v;
+              ++real;
+            }
+          double v = 0;
+          if (c.mode == kcnn::PoolMode::Max) {
+            v = nan ? std::numeric_limits<double>::quiet_NaN() : max;
+          } else {
+            v = sum / (c.count_include_pad ? padded_rows * padded_cols : real);
+          }
+          if (c.bias) v += bias[ch];
+          y[yi(n, ch, p, q)] = host_activation(c.activation, v);
+        }
+  return y;
+}
+
+/// The convolution algorithms test_conv2d_forward.cpp tests (its `algorithms()`), for
+/// the other test files.
+std::vector<kcnn::ConvAlgo> conv2d_test_algorithms();
 
 template <class T, class Space>
 using Tensor4 = Kokkos::View<T****, Kokkos::LayoutRight, typename Space::memory_space>;

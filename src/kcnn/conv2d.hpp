@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /// \file conv2d.hpp
-/// \brief kcnn::conv2d_forward: y = activation(conv(x, w) + bias), several algorithms
-///        behind one call.
+/// \brief kcnn::conv2d_forward: y = activation(conv(x, w) + bias), optionally followed by
+///        a pooling (Conv2dParams::pool), several algorithms behind one call.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -11,6 +11,7 @@
 #include "impl/algo_select.hpp"
 #include "impl/conv2d_reference.hpp"
 #include "impl/conv2d_tiled.hpp"
+#include "impl/pool2d_kernels.hpp"
 #include "impl/problem.hpp"
 #include "impl/profiling.hpp"
 #include "impl/view_checks.hpp"
@@ -47,11 +48,49 @@ void conv2d_dispatch(const ExecSpace& space, ConvAlgo algo, const XView& x, cons
   }
 }
 
+/// Whether `algo`'s kernels apply Conv2dParams::pool themselves, in the same pass (the
+/// unpooled output never reaches memory): conv2d_dispatch then hands them pb.has_pool ==
+/// true and the pooled y. Every algorithm answering false receives the unpooled problem
+/// instead, run into a temporary followed by the pooling kernel (conv2d_two_pass_pool).
+constexpr bool conv2d_fuses_pool(ConvAlgo algo) {
+  switch (algo) {
+    case ConvAlgo::Reference:   // two passes by design: it is the ground truth
+    case ConvAlgo::Im2colGemm:  // two passes allowed (issue 6)
+    case ConvAlgo::Tiled:       // true once its fused kernel lands
+    case ConvAlgo::ImplicitGemm:
+    case ConvAlgo::Auto:
+      break;
+  }
+  return false;
+}
+
+/// Fused pooling for algorithms without a fused kernel: the convolution (bias,
+/// activation) into a temporary of the unpooled extents in the execution space's memory,
+/// then the pooling kernel from it into y. Fences `space` before returning, because the
+/// temporary is released on return and must outlive the kernels that use it.
+template <class ExecSpace, class XView, class WView, class BView, class YView>
+void conv2d_two_pass_pool(const ExecSpace& space, ConvAlgo algo, const XView& x, const WView& w,
+                          const BView& bias, const YView& y, const Conv2dProblem& pb) {
+  using T = view_scalar_t<YView>;
+  using Temp = Kokkos::View<T****, Kokkos::LayoutRight, typename ExecSpace::memory_space>;
+  using NoBias = Kokkos::View<const T*, typename ExecSpace::memory_space>;
+  const bool nhwc = pb.layout == Layout::NHWC;
+  Temp unpooled(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kcnn::conv2d_forward::unpooled"),
+                pb.N, nhwc ? pb.P : pb.M, nhwc ? pb.Q : pb.P, nhwc ? pb.M : pb.Q);
+  conv2d_dispatch(space, algo, x, w, bias, as_kernel_view<ExecSpace, true>(unpooled),
+                  pb.unpooled());
+  pool2d_launch(space, as_kernel_view<ExecSpace, false>(unpooled),
+                as_kernel_view<ExecSpace, false>(NoBias()), y, pb.pooling());
+  space.fence();
+}
+
 }  // namespace Impl
 
-/// \brief 2-D convolution forward: y = activation(conv(x, w) + bias).
+/// \brief 2-D convolution forward: y = activation(conv(x, w) + bias), and with
+///        params.pool set y = pool.activation(pool(activation(conv(x, w) + bias))).
 ///
-/// Asynchronous on `space`, like any Kokkos kernel: it does not fence. All checks happen
+/// Asynchronous on `space`, like any Kokkos kernel: it does not fence (except the
+/// two-pass pooled path, see below). All checks happen
 /// before anything is written; on invalid input it throws kcnn::Error (a
 /// std::invalid_argument) naming the offending values and leaves y untouched.
 ///
@@ -62,10 +101,18 @@ void conv2d_dispatch(const ExecSpace& space, ConvAlgo algo, const XView& x, cons
 /// \param bias   [in]  rank 1, extent M, or extent 0 for no bias
 /// \param y      [out] output, rank 4: NCHW (N, M, P, Q) or NHWC (N, P, Q, M), with
 ///                     P = (H + 2*pad_h - dilation_h*(R-1) - 1)/stride_h + 1, Q likewise
-/// \param params [in]  stride, padding, dilation, layout, activation, algorithm.
-///                     `ConvAlgo::Auto` runs find_best_algo's cached winner for this exact
-///                     problem if there is one (see find_algo.hpp), else the heuristic
-///                     Impl::select_conv2d_algo (impl/algo_select.hpp) picks.
+/// \param params [in]  stride, padding, dilation, layout, activation, algorithm, and the
+///                     optional fused pooling. `ConvAlgo::Auto` runs find_best_algo's
+///                     cached winner for this exact problem if there is one (see
+///                     find_algo.hpp), else the heuristic Impl::select_conv2d_algo
+///                     (impl/algo_select.hpp) picks.
+///
+/// With params.pool set, y has the pooled extents (N, M, P', Q') (NHWC: (N, P', Q', M))
+/// with P' = (P + 2*pool.pad_h - pool.window_h)/pool.stride_h + 1, Q' likewise (see
+/// pool2d_forward for the pooling's semantics); pool->layout must equal params.layout.
+/// Algorithms with a fused kernel never store the unpooled output; the others (currently
+/// all) compute it into a temporary in the execution space's memory, pool it into y, and
+/// fence `space` before releasing the temporary.
 ///
 /// Views hold float or double (the same for all; inputs may be const), are contiguous
 /// (LayoutRight or LayoutLeft) and accessible from `ExecSpace`; y must not overlap x, w
@@ -87,10 +134,15 @@ void conv2d_forward(const ExecSpace& space, const XView& x, const WView& w, cons
 
   Impl::ProfilingRegion region(std::string(op) + "[" + to_string(algo) + "]");
   if (pb.empty()) return;
-  Impl::conv2d_dispatch(space, algo, Impl::as_kernel_view<ExecSpace, false>(x),
-                        Impl::as_kernel_view<ExecSpace, false>(w),
-                        Impl::as_kernel_view<ExecSpace, false>(bias),
-                        Impl::as_kernel_view<ExecSpace, true>(y), pb);
+  const auto xk = Impl::as_kernel_view<ExecSpace, false>(x);
+  const auto wk = Impl::as_kernel_view<ExecSpace, false>(w);
+  const auto bk = Impl::as_kernel_view<ExecSpace, false>(bias);
+  const auto yk = Impl::as_kernel_view<ExecSpace, true>(y);
+  if (pb.has_pool && !Impl::conv2d_fuses_pool(algo)) {
+    Impl::conv2d_two_pass_pool(space, algo, xk, wk, bk, yk, pb);
+  } else {
+    Impl::conv2d_dispatch(space, algo, xk, wk, bk, yk, pb);
+  }
 }
 
 /// \brief conv2d_forward without bias: y = activation(conv(x, w)).

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /// \file types.hpp
 /// \brief The vocabulary of kcnn: tensor layouts, activations, algorithms, convolution
-///        parameters and the exception every operation throws on invalid input.
+///        and pooling parameters and the exception every operation throws on invalid input.
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -21,6 +22,23 @@ enum class Activation { Identity, ReLU, Sigmoid, Tanh };
 /// else a heuristic's choice from its shape, layout and backend (impl/algo_select.hpp).
 enum class ConvAlgo { Auto, Reference, Tiled, Im2colGemm, ImplicitGemm };
 
+/// Reduction of a pooling (subsampling) window.
+enum class PoolMode { Max, Average };
+
+/// Geometry and options of a 2-D pooling. The output extents follow
+///   P = (H + 2*pad_h - window_h) / stride_h + 1   (and Q likewise; floor, never ceil).
+/// Padded cells never win a Max; for Average they count in the divisor when
+/// `count_include_pad` (divisor window_h*window_w) and not otherwise (divisor = number of
+/// real input cells in the window). pad < window, so every window holds a real cell.
+/// The result is activation(pool(x) + bias[c]) where bias is optional.
+struct Pool2dParams {
+  PoolMode mode = PoolMode::Max;
+  int window_h = 2, window_w = 2, stride_h = 2, stride_w = 2, pad_h = 0, pad_w = 0;
+  bool count_include_pad = true;  ///< Average only
+  Layout layout = Layout::NCHW;
+  Activation activation = Activation::Identity;  ///< applied after pooling (+ bias)
+};
+
 /// Geometry and options of a 2-D convolution. The output extents follow
 ///   P = (H + 2*pad_h - dilation_h*(R-1) - 1) / stride_h + 1   (and Q likewise).
 struct Conv2dParams {
@@ -30,6 +48,9 @@ struct Conv2dParams {
   Layout layout = Layout::NCHW;
   Activation activation = Activation::Identity;
   ConvAlgo algo = ConvAlgo::Auto;
+  /// When set, conv2d_forward writes pool(activation(conv(x, w) + bias)) followed by the
+  /// pool's own activation: y has the pooled extents. pool->layout must equal layout.
+  std::optional<Pool2dParams> pool;
 };
 
 /// Thrown by every kcnn operation on invalid arguments, before any output is written.
@@ -61,6 +82,16 @@ inline const char* to_string(Activation activation) {
       return "Tanh";
   }
   return "unknown-activation";
+}
+
+inline const char* to_string(PoolMode mode) {
+  switch (mode) {
+    case PoolMode::Max:
+      return "Max";
+    case PoolMode::Average:
+      return "Average";
+  }
+  return "unknown-pool-mode";
 }
 
 inline const char* to_string(ConvAlgo algo) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "../types.hpp"
 #include "view_checks.hpp"
@@ -21,18 +22,49 @@ KOKKOS_INLINE_FUNCTION constexpr std::int64_t conv_output_extent(std::int64_t in
   return room < 0 ? 0 : room / stride + 1;
 }
 
+/// Output extent of a pooling window sliding over `in` (floor mode): a convolution
+/// extent without dilation. Returns a value < 1 when the window does not fit even once.
+KOKKOS_INLINE_FUNCTION constexpr std::int64_t pool_output_extent(std::int64_t in, int window,
+                                                                 int stride, int pad) {
+  return conv_output_extent(in, window, stride, pad, 1);
+}
+
+/// Every extent of a 2-D pooling, in 64-bit integers. The layout is `pool.layout`.
+struct Pool2dProblem {
+  std::int64_t N = 0, C = 0, H = 0, W = 0;  ///< input: batch, channels, height, width
+  std::int64_t P = 0, Q = 0;                ///< output height, width
+  Pool2dParams pool;                        ///< validated window, mode, layout, activation
+  bool has_bias = false;                    ///< act(pool(x) + bias[c])
+
+  KOKKOS_INLINE_FUNCTION std::int64_t output_size() const { return N * C * P * Q; }
+  KOKKOS_INLINE_FUNCTION std::int64_t input_size() const { return N * C * H * W; }
+  bool empty() const { return output_size() == 0; }
+};
+
 /// Every extent of a 2-D convolution, in 64-bit integers so that products such as
 /// N*M*P*Q or C*R*S*N*P*Q never overflow.
 struct Conv2dProblem {
   std::int64_t N = 0, C = 0, H = 0, W = 0;  ///< input: batch, channels, height, width
   std::int64_t M = 0, R = 0, S = 0;         ///< filters: count, height, width
-  std::int64_t P = 0, Q = 0;                ///< output height, width
+  std::int64_t P = 0, Q = 0;                ///< convolution output height, width (unpooled)
   int stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
   Layout layout = Layout::NCHW;
   Activation activation = Activation::Identity;
   bool has_bias = false;
+  /// Fused pooling (Conv2dParams::pool). When set, y is the pooled tensor, NCHW
+  /// (N, M, P_pooled, Q_pooled) or NHWC (N, P_pooled, Q_pooled, M), holding
+  /// pool.activation(pool(activation(conv + bias))); P and Q stay the convolution's
+  /// extents, the input extents of the pooling.
+  bool has_pool = false;
+  Pool2dParams pool;                        ///< validated; pool.layout == layout
+  std::int64_t P_pooled = 0, Q_pooled = 0;  ///< y's height, width when has_pool
 
+  /// Elements of the convolution output (before any pooling).
   KOKKOS_INLINE_FUNCTION std::int64_t output_size() const { return N * M * P * Q; }
+  /// Elements of y: the pooled extents when has_pool.
+  KOKKOS_INLINE_FUNCTION std::int64_t y_size() const {
+    return has_pool ? N * M * P_pooled * Q_pooled : output_size();
+  }
   KOKKOS_INLINE_FUNCTION std::int64_t input_size() const { return N * C * H * W; }
   KOKKOS_INLINE_FUNCTION std::int64_t weight_size() const { return M * C * R * S; }
   /// Multiply-adds times two, the usual convolution FLOP count.
@@ -40,6 +72,24 @@ struct Conv2dProblem {
     return 2.0 * static_cast<double>(output_size()) * static_cast<double>(C * R * S);
   }
   bool empty() const { return output_size() == 0; }
+
+  /// The same convolution without the pooling: what an algorithm without a fused
+  /// pooling kernel computes into a temporary.
+  Conv2dProblem unpooled() const {
+    Conv2dProblem pb = *this;
+    pb.has_pool = false;
+    pb.P_pooled = pb.Q_pooled = 0;
+    return pb;
+  }
+  /// The pooling applied to the convolution output (N, M, P, Q): no bias of its own.
+  Pool2dProblem pooling() const {
+    Pool2dProblem pp;
+    pp.N = N, pp.C = M, pp.H = P, pp.W = Q;
+    pp.P = P_pooled, pp.Q = Q_pooled;
+    pp.pool = pool;
+    pp.has_bias = false;
+    return pp;
+  }
 };
 
 /// Reads (N, C, H, W) of an activation tensor in the given layout.
@@ -54,20 +104,96 @@ void activation_extents(const View& v, Layout layout, std::int64_t& n, std::int6
   }
 }
 
+/// Stride of a sliding window; `what` prefixes the messages ("" for the convolution,
+/// "pool: " for a fused pooling).
+inline void check_stride(const char* op, const char* what, int stride_h, int stride_w) {
+  throw_if(stride_h < 1 || stride_w < 1, op, what, "stride must be >= 1, got stride_h=", stride_h,
+           " stride_w=", stride_w);
+}
+
+inline void check_padding(const char* op, const char* what, int pad_h, int pad_w) {
+  throw_if(pad_h < 0 || pad_w < 0, op, what, "padding must be >= 0, got pad_h=", pad_h,
+           " pad_w=", pad_w);
+}
+
+/// Enum values outside the declared ones (a cast integer) are rejected.
+inline void check_layout_activation(const char* op, const char* what, Layout layout,
+                                    Activation activation) {
+  throw_if(layout != Layout::NCHW && layout != Layout::NHWC, op, what, "unknown layout value ",
+           static_cast<int>(layout));
+  throw_if(activation != Activation::Identity && activation != Activation::ReLU &&
+               activation != Activation::Sigmoid && activation != Activation::Tanh,
+           op, what, "unknown activation value ", static_cast<int>(activation));
+}
+
 /// Validates the parameters that do not depend on tensors (shared with im2col and
 /// pooling, which slide windows the same way).
 inline void check_window_params(const char* op, const Conv2dParams& p) {
-  throw_if(p.stride_h < 1 || p.stride_w < 1, op, "stride must be >= 1, got stride_h=", p.stride_h,
-           " stride_w=", p.stride_w);
+  check_stride(op, "", p.stride_h, p.stride_w);
   throw_if(p.dilation_h < 1 || p.dilation_w < 1, op,
            "dilation must be >= 1, got dilation_h=", p.dilation_h, " dilation_w=", p.dilation_w);
-  throw_if(p.pad_h < 0 || p.pad_w < 0, op, "padding must be >= 0, got pad_h=", p.pad_h,
-           " pad_w=", p.pad_w);
-  throw_if(p.layout != Layout::NCHW && p.layout != Layout::NHWC, op, "unknown layout value ",
-           static_cast<int>(p.layout));
-  throw_if(p.activation != Activation::Identity && p.activation != Activation::ReLU &&
-               p.activation != Activation::Sigmoid && p.activation != Activation::Tanh,
-           op, "unknown activation value ", static_cast<int>(p.activation));
+  check_padding(op, "", p.pad_h, p.pad_w);
+  check_layout_activation(op, "", p.layout, p.activation);
+}
+
+/// Validates a pooling's parameters (pool2d_forward, and conv2d_forward's fused pool
+/// with `what` = "pool: "). pad < window guarantees that every window holds at least one
+/// real input cell, so Max is always defined and the Average divisor never zero.
+inline void check_pool_params(const char* op, const char* what, const Pool2dParams& p) {
+  throw_if(p.mode != PoolMode::Max && p.mode != PoolMode::Average, op, what,
+           "unknown PoolMode value ", static_cast<int>(p.mode));
+  throw_if(p.window_h < 1 || p.window_w < 1, op, what,
+           "window must be >= 1, got window_h=", p.window_h, " window_w=", p.window_w);
+  check_stride(op, what, p.stride_h, p.stride_w);
+  check_padding(op, what, p.pad_h, p.pad_w);
+  throw_if(p.pad_h >= p.window_h || p.pad_w >= p.window_w, op, what,
+           "padding must be smaller than the window, got pad_h=", p.pad_h, " pad_w=", p.pad_w,
+           " for a ", p.window_h, "x", p.window_w, " window");
+  check_layout_activation(op, what, p.layout, p.activation);
+}
+
+/// Throws unless y has the (N, channels, P, Q) extents in `layout`'s order. `note`
+/// ends the message (e.g. how pooled extents came about).
+template <class YView>
+void check_output_extents(const char* op, const YView& y, Layout layout, const char* channel_name,
+                          std::int64_t N, std::int64_t C, std::int64_t P, std::int64_t Q,
+                          const std::string& note = "") {
+  std::int64_t yn = 0, yc = 0, yp = 0, yq = 0;
+  activation_extents(y, layout, yn, yc, yp, yq);
+  throw_if(yn != N || yc != C || yp != P || yq != Q, op, "wrong y extents ", extents_string(y),
+           ": expected ", to_string(layout), " (N, ", channel_name, ", P, Q) = (", N, ", ", C, ", ",
+           P, ", ", Q, ")",
+           layout == Layout::NHWC ? msg(" in the order (N, P, Q, ", channel_name, ")") : "", note);
+}
+
+/// Reads and validates a pooling's arguments; throws kcnn::Error naming the offending
+/// values, and returns the problem with every derived extent. C = 0 or N = 0 is a valid
+/// empty problem.
+template <class XView, class BView, class YView>
+Pool2dProblem make_pool2d_problem(const char* op, const XView& x, const BView& bias, const YView& y,
+                                  const Pool2dParams& p) {
+  check_pool_params(op, "", p);
+
+  Pool2dProblem pb;
+  pb.pool = p;
+  activation_extents(x, p.layout, pb.N, pb.C, pb.H, pb.W);
+  pb.P = pool_output_extent(pb.H, p.window_h, p.stride_h, p.pad_h);
+  pb.Q = pool_output_extent(pb.W, p.window_w, p.stride_w, p.pad_w);
+  throw_if(pb.P < 1 || pb.Q < 1, op, "empty output: the ", p.window_h, "x", p.window_w,
+           " window is larger than the padded ", pb.H, "x", pb.W, " input (padding ", p.pad_h, "x",
+           p.pad_w, ")");
+  check_output_extents(op, y, p.layout, "C", pb.N, pb.C, pb.P, pb.Q);
+
+  const auto bias_extent = static_cast<std::int64_t>(bias.extent(0));
+  throw_if(bias_extent != 0 && bias_extent != pb.C, op, "bias has extent ", bias_extent,
+           "; expected 0 (no bias) or C=", pb.C);
+  pb.has_bias = bias_extent != 0;
+
+  check_contiguous(op, "x", x);
+  check_contiguous(op, "y", y);
+  check_no_overlap(op, "y", y, "x", x);
+  check_no_overlap(op, "y", y, "bias", bias);
+  return pb;
 }
 
 /// Reads and validates a convolution's arguments; throws kcnn::Error naming the
@@ -76,6 +202,12 @@ template <class XView, class WView, class BView, class YView>
 Conv2dProblem make_conv2d_problem(const char* op, const XView& x, const WView& w, const BView& bias,
                                   const YView& y, const Conv2dParams& p) {
   check_window_params(op, p);
+  if (p.pool) {
+    check_pool_params(op, "pool: ", *p.pool);
+    throw_if(p.pool->layout != p.layout, op, "pool layout ", to_string(p.pool->layout),
+             " differs from the convolution's layout ", to_string(p.layout),
+             "; they must be equal");
+  }
 
   Conv2dProblem pb;
   pb.stride_h = p.stride_h, pb.stride_w = p.stride_w;
@@ -100,11 +232,23 @@ Conv2dProblem make_conv2d_problem(const char* op, const XView& x, const WView& w
            p.dilation_h, "x", p.dilation_w, ") is larger than the padded ", pb.H, "x", pb.W,
            " input (padding ", p.pad_h, "x", p.pad_w, ")");
 
-  std::int64_t yn = 0, ym = 0, yp = 0, yq = 0;
-  activation_extents(y, p.layout, yn, ym, yp, yq);
-  throw_if(yn != pb.N || ym != pb.M || yp != pb.P || yq != pb.Q, op, "wrong y extents ",
-           extents_string(y), ": expected ", lname, " (N, M, P, Q) = (", pb.N, ", ", pb.M, ", ",
-           pb.P, ", ", pb.Q, ")", p.layout == Layout::NHWC ? " in the order (N, P, Q, M)" : "");
+  if (p.pool) {
+    const Pool2dParams& pool = *p.pool;
+    pb.has_pool = true;
+    pb.pool = pool;
+    pb.P_pooled = pool_output_extent(pb.P, pool.window_h, pool.stride_h, pool.pad_h);
+    pb.Q_pooled = pool_output_extent(pb.Q, pool.window_w, pool.stride_w, pool.pad_w);
+    throw_if(pb.P_pooled < 1 || pb.Q_pooled < 1, op, "empty output: the ", pool.window_h, "x",
+             pool.window_w, " pool window is larger than the padded ", pb.P, "x", pb.Q,
+             " convolution output (pool padding ", pool.pad_h, "x", pool.pad_w, ")");
+    check_output_extents(
+        op, y, p.layout, "M", pb.N, pb.M, pb.P_pooled, pb.Q_pooled,
+        msg(", the pooled extents of the ", pb.P, "x", pb.Q, " convolution output (", pool.window_h,
+            "x", pool.window_w, " window, stride ", pool.stride_h, "x", pool.stride_w, ", padding ",
+            pool.pad_h, "x", pool.pad_w, ")"));
+  } else {
+    check_output_extents(op, y, p.layout, "M", pb.N, pb.M, pb.P, pb.Q);
+  }
 
   const auto bias_extent = static_cast<std::int64_t>(bias.extent(0));
   throw_if(bias_extent != 0 && bias_extent != pb.M, op, "bias has extent ", bias_extent,

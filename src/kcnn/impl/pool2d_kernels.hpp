@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file impl/pool2d_kernels.hpp
+/// \brief The kernels of pool2d_forward (and of the pooling pass of conv2d_forward's
+///        two-pass fused path). Pooling is memory-bound: each kernel reads x about once
+///        and writes y once; the window reduction itself is pool_epilogue.hpp's.
+///
+/// - Device backends (GPU): one thread per output element, threads enumerating y in
+///   memory order, so a warp stores consecutive addresses in either layout. In NHWC a
+///   warp's loads for one window cell are consecutive channels (fully coalesced); in
+///   NCHW they are consecutive columns `stride_w` apart, and the other window columns of
+///   the same cache lines follow in the next iterations, served by L1. Index arithmetic
+///   is 32-bit when every extent product fits, with divisions by multiply and shift
+///   (FastDivmod32), 64-bit otherwise; LayoutRight Views are read through raw pointers.
+/// - Host backends: one work item per output row (NCHW: a (n, c, p) row of Q outputs;
+///   NHWC: a (n, p) row of Q pixels of C channels), accumulating a block of outputs in a
+///   local array with the window loops outside, so the innermost loop runs over
+///   contiguous outputs with no branch and vectorizes (NHWC: contiguous loads; NCHW: loads
+///   `stride_w` apart). Per-element work has no integer division.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "pool_epilogue.hpp"
+#include "problem.hpp"
+#include "tensor_access.hpp"
+#include "view_checks.hpp"
+
+namespace kcnn::Impl {
+
+/// Host backends get the row kernels, every other backend the flat one.
+template <class ExecSpace>
+inline constexpr bool is_host_exec_space_v =
+    std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
+
+/// Quotient and remainder of a non-negative 32-bit index by a run-time constant with a
+/// wide multiply, an add and a shift instead of a division (the round-up method of
+/// Granlund and Montgomery): integer division would be the flat kernel's main ALU cost.
+/// Exact for every dividend in [0, 2^32) and divisor in [1, 2^31].
+struct FastDivmod32 {
+  std::uint32_t divisor = 1, multiplier = 1;
+  int shift = 0;
+
+  FastDivmod32() = default;
+  explicit FastDivmod32(std::int64_t d) : divisor(static_cast<std::uint32_t>(d < 1 ? 1 : d)) {
+    while ((std::uint64_t(1) << shift) < divisor)
+      ++shift;
+    // ceil-free form: floor(2^32 * (2^shift - d) / d) + 1 < 2^32
+    multiplier = static_cast<std::uint32_t>(
+        ((std::uint64_t(1) << 32) * ((std::uint64_t(1) << shift) - divisor)) / divisor + 1);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION void operator()(int n, int& quotient, int& remainder) const {
+    const std::uint64_t un = static_cast<std::uint32_t>(n);
+    const std::uint64_t q = (((un * multiplier) >> 32) + un) >> shift;
+    quotient = static_cast<int>(q);
+    remainder = static_cast<int>(un - q * divisor);
+  }
+};
+
+/// The same with 64-bit indices, by division (only for tensors of 2^31 elements or more).
+struct Divmod64 {
+  std::int64_t divisor = 1;
+
+  Divmod64() = default;
+  explicit Divmod64(std::int64_t d) : divisor(d < 1 ? 1 : d) {}
+  KOKKOS_FORCEINLINE_FUNCTION void operator()(std::int64_t n, std::int64_t& quotient,
+                                              std::int64_t& remainder) const {
+    quotient = n / divisor;
+    remainder = n - quotient * divisor;
+  }
+};
+
+/// Device kernel: thread `idx` computes the idx-th element of y in memory order, so a
+/// warp stores consecutive addresses. `I` is the index type: int when every element
+/// count fits (with FastDivmod32), else int64. LayoutRight Views (the common case) are
+/// addressed through raw pointers with offsets in `I`; other layouts through the View.
+template <PoolMode Mode, Layout L, class I, class XView, class BView, class YView>
+struct Pool2dFlatKernel {
+  using T = view_scalar_t<YView>;
+  using Divmod = std::conditional_t<std::is_same_v<I, int>, FastDivmod32, Divmod64>;
+  static constexpr bool kRawPointers =
+      std::is_same_v<typename XView::array_layout, Kokkos::LayoutRight> &&
+      std::is_same_v<typename YView::array_layout, Kokkos::LayoutRight>;
+
+  XView x;
+  BView bias;
+  YView y;
+  Pool2dParams g;
+  I C, H, W, P, Q;
+  bool has_bias;
+  Divmod by_C, by_P, by_Q;
+
+  Pool2dFlatKernel(const XView& x_, const BView& bias_, const YView& y_, const Pool2dProblem& pb)
+      : x(x_),
+        bias(bias_),
+        y(y_),
+        g(pb.pool),
+        C(static_cast<I>(pb.C)),
+        H(static_cast<I>(pb.H)),
+        W(static_cast<I>(pb.W)),
+        P(static_cast<I>(pb.P)),
+        Q(static_cast<I>(pb.Q)),
+        has_bias(pb.has_bias),
+        by_C(pb.C),
+        by_P(pb.P),
+        by_Q(pb.Q) {}
+
+  KOKKOS_INLINE_FUNCTION void operator()(const I idx) const {
+    I n, c, p, q, rest;
+    if constexpr (L == Layout::NCHW) {
+      by_Q(idx, rest, q);
+      by_P(rest, rest, p);
+      by_C(rest, n, c);
+    } else {
+      by_C(idx, rest, c);
+      by_Q(rest, rest, q);
+      by_P(rest, n, p);
+    }
+    const PoolWindow<I> win = pool_window(g, H, W, p, q);
+    T v;
+    if constexpr (kRawPointers) {
+      const auto* xp = x.data();
+      if constexpr (L == Layout::NCHW) {
+        const I plane = (n * C + c) * H;
+        v = pool_reduce<Mode, T>(win, [&](I h, I w) { return T(xp[(plane + h) * W + w]); });
+      } else {
+        const I image = n * H;
+        v = pool_reduce<Mode, T>(win,
+                                 [&](I h, I w) { return T(xp[((image + h) * W + w) * C + c]); });
+      }
+    } else {
+      v = pool_reduce<Mode, T>(win, [&](I h, I w) { return T(at<L>(x, n, c, h, w)); });
+    }
+    const T out =
+        has_bias ? pool_output(g.activation, v, T(bias(c))) : pool_output(g.activation, v);
+    if constexpr (kRawPointers) {
+      y.data()[idx] = out;
+    } else {
+      at<L>(y, n, c, p, q) = out;
+    }
+  }
+};
+
+/// Outputs accumulated per block on the host: 128 accumulators (0.5 KiB in float) are
+/// enough for long vectorized inner loops and stay in L1 next to the input rows.
+inline constexpr std::int64_t kPoolHostBlock = 128;
+
+/// Host kernel, NCHW: work item = one output row (n, c, p). Outputs whose window columns
+/// are all real ("inner" columns [q_inner_begin, q_inner_end), the same for every row)
+/// are accumulated in blocks with the window loops outside and the output loop inside
+/// (no branch, vectorized; loads `stride_w` apart); the few border outputs that touch
+/// the column padding go through the generic clipped reduction.
+template <PoolMode Mode, class XView, class BView, class YView>
+struct Pool2dHostRowKernel {
+  using T = view_scalar_t<YView>;
+  using Op = PoolReduce<Mode, T>;
+
+  XView x;
+  BView bias;
+  YView y;
+  Pool2dParams g;
+  std::int64_t C, H, W, P, Q;
+  bool has_bias;
+  std::int64_t q_inner_begin, q_inner_end;
+
+  Pool2dHostRowKernel(const XView& x_, const BView& bias_, const YView& y_, const Pool2dProblem& pb)
+      : x(x_),
+        bias(bias_),
+        y(y_),
+        g(pb.pool),
+        C(pb.C),
+        H(pb.H),
+        W(pb.W),
+        P(pb.P),
+        Q(pb.Q),
+        has_bias(pb.has_bias) {
+    // First q with q*stride - pad >= 0; last q with q*stride - pad + window <= W.
+    q_inner_begin = std::min<std::int64_t>((g.pad_w + g.stride_w - 1) / g.stride_w, Q);
+    const std::int64_t room = W + g.pad_w - g.window_w;
+    q_inner_end = room < 0 ? q_inner_begin
+                           : std::clamp<std::int64_t>(room / g.stride_w + 1, q_inner_begin, Q);
+  }
+
+  void operator()(const std::int64_t row) const {
+    const std::int64_t p = row % P, c = (row / P) % C, n = row / (P * C);
+    const std::int64_t h0 = p * g.stride_h - g.pad_h;
+    const std::int64_t h_begin = clip_begin(h0), h_end = clip_end(h0, g.window_h, H);
+    const T b = has_bias ? T(bias(c)) : T(0);
+
+    auto border = [&](std::int64_t q) {
+      const PoolWindow<std::int64_t> win = pool_window(g, H, W, p, q);
+      const T v = pool_reduce<Mode, T>(
+          win, [&](std::int64_t h, std::int64_t w) { return T(x(n, c, h, w)); });
+      y(n, c, p, q) = pool_output(g.activation, v, b);
+    };
+    for (std::int64_t q = 0; q < q_inner_begin; ++q)
+      border(q);
+
+    const std::int64_t sw = g.stride_w, pw = g.pad_w;
+    const int divisor = pool_divisor(g, h_end - h_begin, g.window_w);
+    T acc[kPoolHostBlock];
+    for (std::int64_t q0 = q_inner_begin; q0 < q_inner_end; q0 += kPoolHostBlock) {
+      const std::int64_t qn = std::min(kPoolHostBlock, q_inner_end - q0);
+      for (std::int64_t i = 0; i < qn; ++i)
+        acc[i] = Op::init();
+      for (std::int64_t h = h_begin; h < h_end; ++h)
+        for (std::int64_t s = 0; s < g.window_w; ++s)
+          for (std::int64_t i = 0; i < qn; ++i)
+            acc[i] = Op::add(acc[i], T(x(n, c, h, (q0 + i) * sw - pw + s)));
+      with_activation(g.activation, [&](auto act) {
+        for (std::int64_t i = 0; i < qn; ++i)
+          y(n, c, p, q0 + i) = pool_output(act.value, Op::finish(acc[i], divisor), b);
+      });
+    }
+
+    for (std::int64_t q = q_inner_end; q < Q; ++q)
+      border(q);
+  }
+};
+
+/// Host kernel, NHWC: work item = one output row (n, p) of Q pixels; per pixel, blocks of
+/// C channels accumulated with the window loops outside and the (contiguous) channel
+/// loop inside.
+template <PoolMode Mode, class XView, class BView, class YView>
+struct Pool2dHostPixelKernel {
+  using T = view_scalar_t<YView>;
+  using Op = PoolReduce<Mode, T>;
+
+  XView x;
+  BView bias;
+  YView y;
+  Pool2dParams g;
+  std::int64_t C, H, W, P, Q;
+  bool has_bias;
+
+  Pool2dHostPixelKernel(const XView& x_, const BView& bias_, const YView& y_,
+                        const Pool2dProblem& pb)
+      : x(x_),
+        bias(bias_),
+        y(y_),
+        g(pb.pool),
+        C(pb.C),
+        H(pb.H),
+        W(pb.W),
+        P(pb.P),
+        Q(pb.Q),
+        has_bias(pb.has_bias) {}
+
+  void operator()(const std::int64_t row) const {
+    const std::int64_t p = row % P, n = row / P;
+    T acc[kPoolHostBlock];
+    for (std::int64_t q = 0; q < Q; ++q) {
+      const PoolWindow<std::int64_t> win = pool_window(g, H, W, p, q);
+      for (std::int64_t c0 = 0; c0 < C; c0 += kPoolHostBlock) {
+        const std::int64_t cn = std::min(kPoolHostBlock, C - c0);
+        for (std::int64_t i = 0; i < cn; ++i)
+          acc[i] = Op::init();
+        for (std::int64_t h = win.h_begin; h < win.h_end; ++h)
+          for (std::int64_t w = win.w_begin; w < win.w_end; ++w)
+            for (std::int64_t i = 0; i < cn; ++i)
+              acc[i] = Op::add(acc[i], T(x(n, h, w, c0 + i)));
+        with_activation(g.activation, [&](auto act) {
+          for (std::int64_t i = 0; i < cn; ++i)
+            y(n, p, q, c0 + i) = pool_output(act.value, Op::finish(acc[i], win.divisor),
+                                             has_bias ? T(bias(c0 + i)) : T(0));
+        });
+      }
+    }
+  }
+};
+
+/// The pooling kernels: the flat one with 32- or 64-bit indices (device backends), or
+/// the host row kernels. Tests run the flat kernels on the host too.
+enum class Pool2dKernel { Flat32, Flat64, HostRows };
+
+/// The kernel pool2d uses on `ExecSpace` for this problem.
+template <class ExecSpace>
+Pool2dKernel default_pool2d_kernel(const Pool2dProblem& pb) {
+  if constexpr (is_host_exec_space_v<ExecSpace>) {
+    return Pool2dKernel::HostRows;
+  } else {
+    // 32-bit indices when no element count (and no index derived from one) can
+    // overflow; FastDivmod32 needs divisors <= 2^31, which these extents then are.
+    constexpr std::int64_t int_max = std::numeric_limits<int>::max();
+    return pb.input_size() < int_max && pb.output_size() < int_max ? Pool2dKernel::Flat32
+                                                                   : Pool2dKernel::Flat64;
+  }
+}
+
+template <PoolMode Mode, Layout L, class ExecSpace, class XView, class BView, class YView>
+void pool2d_launch_layout(const ExecSpace& space, const XView& x, const BView& bias, const YView& y,
+                          const Pool2dProblem& pb, Pool2dKernel kernel) {
+  constexpr const char* label = "kcnn::pool2d::forward";
+  auto flat = [&](auto index) {
+    using I = decltype(index);
+    using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<I>>;
+    Kokkos::parallel_for(label, Policy(space, 0, static_cast<I>(pb.output_size())),
+                         Pool2dFlatKernel<Mode, L, I, XView, BView, YView>(x, bias, y, pb));
+  };
+  if (kernel == Pool2dKernel::Flat32) {
+    flat(int{});
+  } else if (kernel == Pool2dKernel::Flat64) {
+    flat(std::int64_t{});
+  } else if constexpr (is_host_exec_space_v<ExecSpace>) {
+    using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
+    if constexpr (L == Layout::NCHW) {
+      Kokkos::parallel_for(label, Policy(space, 0, pb.N * pb.C * pb.P),
+                           Pool2dHostRowKernel<Mode, XView, BView, YView>(x, bias, y, pb));
+    } else {
+      Kokkos::parallel_for(label, Policy(space, 0, pb.N * pb.P),
+                           Pool2dHostPixelKernel<Mode, XView, BView, YView>(x, bias, y, pb));
+    }
+  } else {
+    throw_if(true, "kcnn::pool2d_forward", "internal: host kernels on a device backend");
+  }
+}
+
+/// Runs pool2d on validated arguments (`pb` from make_pool2d_problem, or
+/// Conv2dProblem::pooling() for the second pass of a two-pass fused convolution).
+template <class ExecSpace, class XView, class BView, class YView>
+void pool2d_launch(const ExecSpace& space, const XView& x, const BView& bias, const YView& y,
+                   const Pool2dProblem& pb, Pool2dKernel kernel) {
+  with_pool_mode(pb.pool.mode, [&](auto mode) {
+    constexpr PoolMode M = decltype(mode)::value;
+    if (pb.pool.layout == Layout::NCHW) {
+      pool2d_launch_layout<M, Layout::NCHW>(space, x, bias, y, pb, kernel);
+    } else {
+      pool2d_launch_layout<M, Layout::NHWC>(space, x, bias, y, pb, kernel);
+    }
+  });
+}
+
+template <class ExecSpace, class XView, class BView, class YView>
+void pool2d_launch(const ExecSpace& space, const XView& x, const BView& bias, const YView& y,
+                   const Pool2dProblem& pb) {
+  pool2d_launch(space, x, bias, y, pb, default_pool2d_kernel<ExecSpace>(pb));
+}
+
+}  // namespace kcnn::Impl
