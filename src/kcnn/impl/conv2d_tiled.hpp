@@ -199,9 +199,10 @@ struct Conv2dTiledKernel {
 
     const int logical = g.logical_threads();
     const int C = static_cast<int>(pb.C);
-    if (team.team_size() >= logical) {
+    if constexpr (!on_host) {
       // GPUs: one logical thread per hardware thread; its micro-tile stays in registers
-      // across all channel chunks and is stored once.
+      // across all channel chunks and is stored once. (The host path below is not even
+      // compiled for the device: its loops would push the micro-tile to local memory.)
       const int t = team.team_rank();
       scalar acc[BM][BH][BW];
       zero(acc);
@@ -212,7 +213,7 @@ struct Conv2dTiledKernel {
         team.team_barrier();
         if (t < logical) accumulate(acc, in_tile, w_tile, t, cc);
       }
-      if (t < logical) store(acc, o, t, /*final=*/true);
+      if (t < logical) store_device(acc, o, t);
     } else {
       // CPUs: few hardware threads walk many micro-tiles. With one chunk (the usual
       // case: the host scratch budget is sized for it) each micro-tile is computed and
@@ -238,11 +239,14 @@ struct Conv2dTiledKernel {
     }
   }
 
-  KOKKOS_INLINE_FUNCTION static void zero(scalar (&acc)[BM][BH][BW]) {
+  KOKKOS_FORCEINLINE_FUNCTION static void zero(scalar (&acc)[BM][BH][BW]) {
+    KCNN_DEVICE_UNROLL
     for (int bm = 0; bm < BM; ++bm)
-      for (int bh = 0; bh < BH; ++bh)
-        for (int bw = 0; bw < BW; ++bw)
-          acc[bm][bh][bw] = scalar(0);
+      KCNN_DEVICE_UNROLL
+    for (int bh = 0; bh < BH; ++bh)
+      KCNN_DEVICE_UNROLL
+    for (int bw = 0; bw < BW; ++bw)
+      acc[bm][bh][bw] = scalar(0);
   }
 
   /// Stages input channels [c0, c0 + cc) of the halo tile and their filter taps.
@@ -330,8 +334,8 @@ struct Conv2dTiledKernel {
   }
 
   /// Adds the staged chunk's contribution to logical thread t's micro-tile.
-  KOKKOS_INLINE_FUNCTION void accumulate(scalar (&acc)[BM][BH][BW], const ScratchView& in_tile,
-                                         const ScratchView& w_tile, int t, int cc) const {
+  KOKKOS_FORCEINLINE_FUNCTION void accumulate(scalar (&acc)[BM][BH][BW], const ScratchView& in_tile,
+                                              const ScratchView& w_tile, int t, int cc) const {
     const int tq = t % g.threads_q;
     const int tp = (t / g.threads_q) % g.threads_p;
     const int tmi = t / (g.threads_q * g.threads_p);
@@ -348,12 +352,15 @@ struct Conv2dTiledKernel {
         KCNN_DEVICE_UNROLL
         for (int s = 0; s < s_extent; ++s) {
           const scalar* w_rs = w_c + (r * s_extent + s) * g.tile_m;
+          KCNN_DEVICE_UNROLL
           for (int bh = 0; bh < BH; ++bh) {
             const scalar* row = in_c + (bh * sh + r * dh) * g.in_w + s * dw;
+            KCNN_DEVICE_UNROLL
             for (int bm = 0; bm < BM; ++bm) {
               const scalar wv = w_rs[bm];
               // Innermost over output columns: contiguous in scratch for unit stride,
               // so it is one SIMD multiply-add on CPUs.
+              KCNN_DEVICE_UNROLL
               KCNN_HOST_SIMD
               for (int bw = 0; bw < BW; ++bw)
                 acc[bm][bh][bw] += row[bw * sw] * wv;
@@ -365,8 +372,8 @@ struct Conv2dTiledKernel {
   }
 
   /// Output coordinates of logical thread t's micro-tile origin.
-  KOKKOS_INLINE_FUNCTION void micro_origin(const TileOrigin& o, int t, int& m, int& p,
-                                           int& q) const {
+  KOKKOS_FORCEINLINE_FUNCTION void micro_origin(const TileOrigin& o, int t, int& m, int& p,
+                                                int& q) const {
     q = o.q0 + (t % g.threads_q) * BW;
     p = o.p0 + ((t / g.threads_q) % g.threads_p) * BH;
     m = o.m0 + (t / (g.threads_q * g.threads_p)) * BM;
@@ -392,6 +399,31 @@ struct Conv2dTiledKernel {
         KCNN_HOST_SIMD
         for (int bw = 0; bw < q_count; ++bw)
           at<L>(y, o.n, m, p, q_first + bw) = out[bw];
+      }
+    }
+  }
+
+  /// GPU store: every loop has a compile-time trip count and indexes the micro-tile
+  /// with constants only, so the accumulators stay in registers (a loop with an early
+  /// exit or a pointer to a row of them sends the whole array to local memory).
+  KOKKOS_FORCEINLINE_FUNCTION void store_device(const scalar (&acc)[BM][BH][BW],
+                                                const TileOrigin& o, int t) const {
+    int m_first, p_first, q_first;
+    micro_origin(o, t, m_first, p_first, q_first);
+    KCNN_DEVICE_UNROLL
+    for (int bm = 0; bm < BM; ++bm) {
+      const int m = m_first + bm;
+      const bool m_ok = m < pb.M;
+      const scalar b = m_ok && pb.has_bias ? scalar(bias(m)) : scalar(0);
+      KCNN_DEVICE_UNROLL
+      for (int bh = 0; bh < BH; ++bh) {
+        const int p = p_first + bh;
+        KCNN_DEVICE_UNROLL
+        for (int bw = 0; bw < BW; ++bw) {
+          const int q = q_first + bw;
+          if (m_ok && p < pb.P && q < pb.Q)
+            at<L>(y, o.n, m, p, q) = apply_activation(pb.activation, acc[bm][bh][bw] + b);
+        }
       }
     }
   }
