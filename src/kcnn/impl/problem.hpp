@@ -70,6 +70,41 @@ inline void check_window_params(const char* op, const Conv2dParams& p) {
            op, "unknown activation value ", static_cast<int>(p.activation));
 }
 
+/// Copies the window parameters into `pb` (whose N, C, H, W, R, S are set) and derives
+/// the output extents P, Q; throws when the filter is empty or does not fit. Shared by
+/// every operation that slides a window (conv2d_forward, im2col, col2im).
+inline void derive_window_geometry(const char* op, Conv2dProblem& pb, const Conv2dParams& p) {
+  pb.stride_h = p.stride_h, pb.stride_w = p.stride_w;
+  pb.pad_h = p.pad_h, pb.pad_w = p.pad_w;
+  pb.dilation_h = p.dilation_h, pb.dilation_w = p.dilation_w;
+  pb.layout = p.layout;
+  pb.activation = p.activation;
+
+  throw_if(pb.R < 1 || pb.S < 1, op, "filter extents must be >= 1, got R=", pb.R, " S=", pb.S);
+  pb.P = conv_output_extent(pb.H, pb.R, p.stride_h, p.pad_h, p.dilation_h);
+  pb.Q = conv_output_extent(pb.W, pb.S, p.stride_w, p.pad_w, p.dilation_w);
+  throw_if(pb.P < 1 || pb.Q < 1, op, "empty output: the ", pb.R, "x", pb.S, " filter (dilation ",
+           p.dilation_h, "x", p.dilation_w, ") is larger than the padded ", pb.H, "x", pb.W,
+           " input (padding ", p.pad_h, "x", p.pad_w, ")");
+}
+
+/// The geometry of unrolling x with a kernel_h x kernel_w window (im2col, col2im):
+/// N, C, H, W from x, R, S from the kernel, P, Q derived; M = 0, no bias. Validates the
+/// parameters, the extents and x's contiguity.
+template <class XView>
+Conv2dProblem make_unroll_problem(const char* op, const XView& x, std::int64_t kernel_h,
+                                  std::int64_t kernel_w, const Conv2dParams& p) {
+  check_window_params(op, p);
+  Conv2dProblem pb;
+  activation_extents(x, p.layout, pb.N, pb.C, pb.H, pb.W);
+  throw_if(pb.C < 1, op, "x has no input channels (", to_string(p.layout), " extents ",
+           extents_string(x), ")");
+  pb.R = kernel_h, pb.S = kernel_w;
+  derive_window_geometry(op, pb, p);
+  check_contiguous(op, "x", x);
+  return pb;
+}
+
 /// Reads and validates a convolution's arguments; throws kcnn::Error naming the
 /// offending values, and returns the problem with every derived extent.
 template <class XView, class WView, class BView, class YView>
@@ -78,12 +113,6 @@ Conv2dProblem make_conv2d_problem(const char* op, const XView& x, const WView& w
   check_window_params(op, p);
 
   Conv2dProblem pb;
-  pb.stride_h = p.stride_h, pb.stride_w = p.stride_w;
-  pb.pad_h = p.pad_h, pb.pad_w = p.pad_w;
-  pb.dilation_h = p.dilation_h, pb.dilation_w = p.dilation_w;
-  pb.layout = p.layout;
-  pb.activation = p.activation;
-
   const char* lname = to_string(p.layout);
   activation_extents(x, p.layout, pb.N, pb.C, pb.H, pb.W);
   std::int64_t wc = 0;
@@ -92,13 +121,7 @@ Conv2dProblem make_conv2d_problem(const char* op, const XView& x, const WView& w
   throw_if(pb.C < 1, op, "x has no input channels (", lname, " extents ", extents_string(x), ")");
   throw_if(wc != pb.C, op, "channel mismatch: x has C=", pb.C, " (", lname, " extents ",
            extents_string(x), ") but w has C=", wc, " (extents ", extents_string(w), ")");
-  throw_if(pb.R < 1 || pb.S < 1, op, "filter extents must be >= 1, got R=", pb.R, " S=", pb.S);
-
-  pb.P = conv_output_extent(pb.H, pb.R, p.stride_h, p.pad_h, p.dilation_h);
-  pb.Q = conv_output_extent(pb.W, pb.S, p.stride_w, p.pad_w, p.dilation_w);
-  throw_if(pb.P < 1 || pb.Q < 1, op, "empty output: the ", pb.R, "x", pb.S, " filter (dilation ",
-           p.dilation_h, "x", p.dilation_w, ") is larger than the padded ", pb.H, "x", pb.W,
-           " input (padding ", p.pad_h, "x", p.pad_w, ")");
+  derive_window_geometry(op, pb, p);
 
   std::int64_t yn = 0, ym = 0, yp = 0, yq = 0;
   activation_extents(y, p.layout, yn, ym, yp, yq);
