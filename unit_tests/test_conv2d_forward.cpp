@@ -31,7 +31,7 @@ std::string param_name(const ::testing::TestParamInfo<ForwardParam>& info) {
 
 /// Algorithms under test; each later algorithm joins this list.
 std::vector<ConvAlgo> algorithms() {
-  return {ConvAlgo::Reference, ConvAlgo::Auto};
+  return {ConvAlgo::Reference, ConvAlgo::Auto, ConvAlgo::Im2colGemm};
 }
 
 std::vector<ForwardParam> forward_params() {
@@ -62,11 +62,12 @@ std::vector<ForwardParam> activation_params() {
        {Activation::Identity, Activation::ReLU, Activation::Sigmoid, Activation::Tanh})
     for (bool bias : {false, true})
       for (Layout layout : {Layout::NCHW, Layout::NHWC})
-        for (Backend b : backends()) {
-          ConvCase c{"activation", 2, 3, 9, 8, 5, 3, 3, 1, 1, 1, 1};
-          c.layout = layout, c.activation = a, c.bias = bias;
-          list.push_back({c, ConvAlgo::Reference, b});
-        }
+        for (ConvAlgo algo : algorithms())
+          for (Backend b : backends()) {
+            ConvCase c{"activation", 2, 3, 9, 8, 5, 3, 3, 1, 1, 1, 1};
+            c.layout = layout, c.activation = a, c.bias = bias;
+            list.push_back({c, algo, b});
+          }
   return list;
 }
 

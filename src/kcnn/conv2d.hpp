@@ -8,11 +8,13 @@
 
 #include <string>
 
+#include "impl/conv2d_im2col_gemm.hpp"
 #include "impl/conv2d_reference.hpp"
 #include "impl/problem.hpp"
 #include "impl/profiling.hpp"
 #include "impl/view_checks.hpp"
 #include "types.hpp"
+#include "workspace.hpp"
 
 namespace kcnn {
 
@@ -51,7 +53,8 @@ constexpr void static_check_conv2d_views() {
 /// \param bias   [in]  rank 1, extent M, or extent 0 for no bias
 /// \param y      [out] output, rank 4: NCHW (N, M, P, Q) or NHWC (N, P, Q, M), with
 ///                     P = (H + 2*pad_h - dilation_h*(R-1) - 1)/stride_h + 1, Q likewise
-/// \param params [in]  stride, padding, dilation, layout, activation, algorithm
+/// \param params [in]  stride, padding, dilation, layout, activation, algorithm, and
+///                     the scratch budget of algorithms that need scratch
 ///
 /// Views hold float or double (the same for all; inputs may be const), are contiguous
 /// (LayoutRight or LayoutLeft) and accessible from `ExecSpace`; y must not overlap x, w
@@ -65,12 +68,19 @@ void conv2d_forward(const ExecSpace& space, const XView& x, const WView& w, cons
   const Impl::Conv2dProblem pb = Impl::make_conv2d_problem(op, x, w, bias, y, params);
 
   const ConvAlgo algo = params.algo == ConvAlgo::Auto ? Impl::select_conv2d_algo(pb) : params.algo;
-  Impl::throw_if(algo != ConvAlgo::Reference, op, "ConvAlgo::", to_string(algo),
-                 " is not implemented yet (available: Reference, Auto)");
+  Impl::throw_if(algo != ConvAlgo::Reference && algo != ConvAlgo::Im2colGemm, op,
+                 "ConvAlgo::", to_string(algo),
+                 " is not implemented yet (available: Reference, Im2colGemm, Auto)");
 
   Impl::ProfilingRegion region(std::string(op) + "[" + to_string(algo) + "]");
   if (pb.empty()) return;
-  Impl::conv2d_reference(space, x, w, bias, y, pb);
+  if (algo == ConvAlgo::Im2colGemm) {
+    const std::size_t limit =
+        params.workspace_limit_bytes != 0 ? params.workspace_limit_bytes : workspace_limit();
+    Impl::conv2d_im2col_gemm(space, x, w, bias, y, pb, limit);
+  } else {
+    Impl::conv2d_reference(space, x, w, bias, y, pb);
+  }
 }
 
 /// \brief conv2d_forward without bias: y = activation(conv(x, w)).

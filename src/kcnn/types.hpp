@@ -4,6 +4,7 @@
 ///        parameters and the exception every operation throws on invalid input.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -30,6 +31,9 @@ struct Conv2dParams {
   Layout layout = Layout::NCHW;
   Activation activation = Activation::Identity;
   ConvAlgo algo = ConvAlgo::Auto;
+  /// Scratch budget in bytes of algorithms that need scratch (Im2colGemm processes the
+  /// batch in chunks that fit it); 0: the process-wide kcnn::workspace_limit().
+  std::size_t workspace_limit_bytes = 0;
 };
 
 /// Thrown by every kcnn operation on invalid arguments, before any output is written.
