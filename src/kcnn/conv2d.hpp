@@ -56,6 +56,14 @@ constexpr void static_check_conv2d_views() {
 /// \param params [in]  stride, padding, dilation, layout, activation, algorithm, and
 ///                     the scratch budget of algorithms that need scratch
 ///
+/// ConvAlgo::Im2colGemm unrolls the input chunk by chunk into cached scratch memory
+/// within a budget (Conv2dParams::workspace_limit_bytes, else kcnn::workspace_limit();
+/// see kcnn/workspace.hpp) and multiplies with KokkosBlas::gemm (cuBLAS on CUDA, bound
+/// to `space`'s stream for the call; the host BLAS on host backends, where OpenBLAS is
+/// set to one thread while kcnn's own threads run the GEMMs concurrently, and restored
+/// afterwards). Its scratch allows one call at a time per execution-space instance:
+/// concurrent calls from several host threads on one instance take turns.
+///
 /// Views hold float or double (the same for all; inputs may be const), are contiguous
 /// (LayoutRight or LayoutLeft) and accessible from `ExecSpace`; y must not overlap x, w
 /// or bias. An empty batch (N = 0) or no filters (M = 0) is a valid no-op.

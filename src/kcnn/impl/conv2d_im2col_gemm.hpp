@@ -28,6 +28,22 @@
 /// the cached per-instance workspace of impl/workspace_cache.hpp. BLAS takes 32-bit
 /// dimensions, so chunks are also capped at 2^31 - 1 rows/columns; all index
 /// arithmetic outside BLAS is 64-bit.
+///
+/// Execution:
+///  - Device backends: per chunk, im2col kernel -> cuBLAS GEMM -> epilogue kernel, all
+///    on the space's stream (cuBLAS is bound to it for the call), no fence.
+///  - Host backends with several threads, when there are at least as many chunks as
+///    threads: one parallel_for over the chunks; each thread unrolls its chunk into its
+///    own slot of the scratch, calls a single-threaded GEMM and applies the epilogue
+///    (host-shaped kernels run serially inside). Chunks stay cache-sized and nothing
+///    waits between steps. Letting OpenBLAS' pthreads parallelize each GEMM instead
+///    would alternate two thread pools on the same cores: the OpenMP workers keep
+///    spinning after each Kokkos kernel (GOMP_SPINCOUNT) while OpenBLAS' threads start,
+///    and OpenBLAS' threads keep spinning after each GEMM while the next Kokkos kernel
+///    runs; on 2 cores that more than halved the speed. OpenBLAS is therefore set to
+///    one thread while the pipeline runs (see with_single_threaded_host_blas).
+///  - Otherwise (one host thread, or fewer chunks than threads, e.g. one image): per
+///    chunk, parallel im2col kernel -> BLAS with its own threads -> parallel epilogue.
 #pragma once
 
 #include <KokkosBlas3_gemm.hpp>
@@ -522,7 +538,7 @@ struct Im2colGemmChunks {
     auto unroll = [&](const UnrolledStorage& cs) {
       if constexpr (runs_on_host_v<ExecSpace>) {
         if (serial) {
-          im2col_host_job(map, x, xs, cols, cs, j0, count).run_serial();
+          im2col_host_job(map, x, xs, cols, cs, j0, count, true).run_serial();
           return;
         }
       }

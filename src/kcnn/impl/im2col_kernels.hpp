@@ -46,19 +46,46 @@ inline bool fits_int32(std::int64_t v) {
 
 // ---------------------------------------------------------------------------------
 // Host loop bodies. Separate functions with restrict-qualified pointers so that the
-// compiler knows the source and destination do not alias and vectorizes.
+// compiler knows the source and destination do not alias and vectorizes. The
+// contiguous ones are written in blocks of 16: as plain loops GCC turns them into
+// memcpy/memset calls, whose call overhead dominates the short runs im2col moves (an
+// output row, often a few dozen elements; padding, one or two). Copies and fills end
+// with one block overlapping the previous one; runs shorter than a block take a
+// scalar loop with an early exit (not turned into a call either).
 // ---------------------------------------------------------------------------------
+
+inline constexpr std::int64_t kHostBlock = 16;
 
 template <class T>
 inline void host_zero(T* KOKKOS_RESTRICT dst, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i)
-    dst[i] = T(0);
+  if (n < kHostBlock) {
+    for (std::int64_t i = 0; i < kHostBlock; ++i) {
+      if (i >= n) break;
+      dst[i] = T(0);
+    }
+    return;
+  }
+  for (std::int64_t i = 0; i + kHostBlock <= n; i += kHostBlock)
+    for (std::int64_t j = 0; j < kHostBlock; ++j)
+      dst[i + j] = T(0);
+  for (std::int64_t j = 0; j < kHostBlock; ++j)
+    dst[n - kHostBlock + j] = T(0);
 }
 
 template <class T>
 inline void host_copy(T* KOKKOS_RESTRICT dst, const T* KOKKOS_RESTRICT src, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i)
-    dst[i] = src[i];
+  if (n < kHostBlock) {
+    for (std::int64_t i = 0; i < kHostBlock; ++i) {
+      if (i >= n) break;
+      dst[i] = src[i];
+    }
+    return;
+  }
+  for (std::int64_t i = 0; i + kHostBlock <= n; i += kHostBlock)
+    for (std::int64_t j = 0; j < kHostBlock; ++j)
+      dst[i + j] = src[i + j];
+  for (std::int64_t j = 0; j < kHostBlock; ++j)
+    dst[n - kHostBlock + j] = src[n - kHostBlock + j];
 }
 
 template <class T>
@@ -70,7 +97,11 @@ inline void host_gather(T* KOKKOS_RESTRICT dst, const T* KOKKOS_RESTRICT src, st
 
 template <class T>
 inline void host_add(T* KOKKOS_RESTRICT dst, const T* KOKKOS_RESTRICT src, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i)
+  std::int64_t i = 0;
+  for (; i + kHostBlock <= n; i += kHostBlock)
+    for (std::int64_t j = 0; j < kHostBlock; ++j)
+      dst[i + j] += src[i + j];
+  for (; i < n; ++i)
     dst[i] += src[i];
 }
 
@@ -217,27 +248,45 @@ struct Im2colNchwHost {
     const Tap<std::int64_t> tap = map.decompose_k(k);
     const std::int64_t dh = map.row_offset(tap.r), dw = map.col_offset(tap.s);
     const IndexRange valid = map.valid_q(tap.s);
-    const std::int64_t step = map.stride_w * xs.w;
-    std::int64_t n = g_begin / map.P, p = g_begin - n * map.P;
-    for (std::int64_t g = g_begin; g < g_end; ++g) {
-      // The part of output row g inside the pixel range [j0, j0 + count).
-      const std::int64_t qa = std::max<std::int64_t>(0, j0 - g * map.Q);
-      const std::int64_t qb = std::min<std::int64_t>(map.Q, j0 + count - g * map.Q);
-      T* dst = cols + cs.offset(k, n, p * map.Q + qa);  // dst[q - qa]: pq_stride is 1
+    const std::int64_t step = map.stride_w * xs.w, Q = map.Q;
+    const T* x_c = x + tap.c * xs.c;
+    // Columns [qa, qb) of output row (n, p): zeros, the valid run, zeros.
+    auto row = [&](std::int64_t n, std::int64_t p, std::int64_t qa, std::int64_t qb, T* dst) {
       const std::int64_t h = p * map.stride_h + dh;
       if (!map.row_inside(h)) {
         host_zero(dst, qb - qa);
-      } else {
-        const std::int64_t lo = std::clamp(valid.begin, qa, qb);
-        const std::int64_t hi = std::clamp(valid.end, lo, qb);
-        host_zero(dst, lo - qa);
-        if (hi > lo) {
-          const T* src = x + (n * xs.n + tap.c * xs.c + h * xs.h + (lo * map.stride_w + dw) * xs.w);
-          host_copy_strided(dst + (lo - qa), src, hi - lo, step);
-        }
-        host_zero(dst + (hi - qa), qb - hi);
+        return;
       }
-      if (++p == map.P) p = 0, ++n;
+      const std::int64_t lo = std::clamp(valid.begin, qa, qb);
+      const std::int64_t hi = std::clamp(valid.end, lo, qb);
+      host_zero(dst, lo - qa);
+      if (hi > lo)
+        host_copy_strided(dst + (lo - qa),
+                          x_c + (n * xs.n + h * xs.h + (lo * map.stride_w + dw) * xs.w), hi - lo,
+                          step);
+      host_zero(dst + (hi - qa), qb - hi);
+    };
+    std::int64_t n = g_begin / map.P, p = g_begin - n * map.P;
+    for (std::int64_t g = g_begin; g < g_end;) {
+      // The part of output row g inside the pixel range [j0, j0 + count): only the
+      // chunk's first and last rows are partial.
+      const std::int64_t qa = std::max<std::int64_t>(0, j0 - g * Q);
+      const std::int64_t qb = std::min<std::int64_t>(Q, j0 + count - g * Q);
+      T* dst = cols + cs.offset(k, n, p * Q + qa);  // dst[q - qa]: pq_stride is 1
+      if (qa != 0 || qb != Q) {
+        row(n, p, qa, qb, dst);
+        ++g;
+        if (++p == map.P) p = 0, ++n;
+        continue;
+      }
+      // Full rows up to the end of the item, the image or the chunk: consecutive in the
+      // unrolled row, so only the source moves.
+      const std::int64_t run = std::min({g_end - g, map.P - p, (j0 + count) / Q - g});
+      for (std::int64_t i = 0; i < run; ++i, dst += Q)
+        row(n, p + i, 0, Q, dst);
+      g += run;
+      p += run;
+      if (p == map.P) p = 0, ++n;
     }
   }
 };
@@ -418,16 +467,19 @@ struct HostJob {
   }
 };
 
-/// The host-shaped im2col of the pixels [j0, j0 + count) (see im2col_launch).
+/// The host-shaped im2col of the pixels [j0, j0 + count) (see im2col_launch); `serial`:
+/// shaped for HostJob::run_serial (fewer, larger work items).
 template <Layout L, class T>
 auto im2col_host_job(const UnrollMap<L>& map, const T* x, const LogicalStrides& xs, T* cols,
-                     const UnrolledStorage& cs, std::int64_t j0, std::int64_t count) {
+                     const UnrolledStorage& cs, std::int64_t j0, std::int64_t count,
+                     bool serial = false) {
   const std::int64_t row_first = j0 / map.Q;
   const std::int64_t rows = count <= 0 ? 0 : (j0 + count - 1) / map.Q - row_first + 1;
   if constexpr (L == Layout::NCHW) {
-    // About 2K elements per work item: enough to amortize the item's setup, small
-    // enough for load balance.
-    const std::int64_t rows_per_item = std::max<std::int64_t>(1, 2048 / map.Q);
+    // Parallel: about 2K elements per work item, enough to amortize the item's setup,
+    // small enough for load balance. Serial: all rows of a tap in one item.
+    const std::int64_t rows_per_item =
+        serial ? std::max<std::int64_t>(1, rows) : std::max<std::int64_t>(1, 2048 / map.Q);
     const std::int64_t items_per_k = (rows + rows_per_item - 1) / rows_per_item;
     return HostJob<Im2colNchwHost<T>>{
         {map, x, xs, cols, cs, j0, count, row_first, rows, rows_per_item, items_per_k},
