@@ -280,10 +280,22 @@ struct Im2colNchwHost {
         continue;
       }
       // Full rows up to the end of the item, the image or the chunk: consecutive in the
-      // unrolled row, so only the source moves.
+      // unrolled row, each one [zeros | valid run | zeros] with the same split.
       const std::int64_t run = std::min({g_end - g, map.P - p, (j0 + count) / Q - g});
-      for (std::int64_t i = 0; i < run; ++i, dst += Q)
-        row(n, p + i, 0, Q, dst);
+      const std::int64_t lo = std::clamp<std::int64_t>(valid.begin, 0, Q);
+      const std::int64_t hi = std::clamp<std::int64_t>(valid.end, lo, Q);
+      std::int64_t h = p * map.stride_h + dh;
+      std::int64_t src = n * xs.n + h * xs.h + (lo * map.stride_w + dw) * xs.w;
+      const std::int64_t src_step = map.stride_h * xs.h;
+      for (std::int64_t i = 0; i < run; ++i, dst += Q, h += map.stride_h, src += src_step) {
+        if (!map.row_inside(h)) {
+          host_zero(dst, Q);
+          continue;
+        }
+        host_zero(dst, lo);
+        if (hi > lo) host_copy_strided(dst + lo, x_c + src, hi - lo, step);
+        host_zero(dst + hi, Q - hi);
+      }
       g += run;
       p += run;
       if (p == map.P) p = 0, ++n;
