@@ -264,9 +264,7 @@ inline Im2colGemmPlan plan_im2col_gemm(const char* op, const Conv2dProblem& pb,
       const std::int64_t images = units(per_pixel() * PQ, most);
       if (images >= 1) {
         plan.chunk_pixels = std::min(images, std::max<std::int64_t>(1, int_max / PQ)) * PQ;
-      } else if (slots > 1) {
-        return false;  // rather per-image GEMMs with fewer slots than pixel chunks
-      } else {         // one image does not fit: pixel chunks with the fix-up pass
+      } else {  // one image does not fit: pixel chunks with the fix-up pass
         plan.per_image = plan.gemm_into_y = false;
         plan.unroll = true;
         plan.epilogue = true;
