@@ -20,7 +20,8 @@ namespace kcnn {
 
 namespace Impl {
 
-/// The algorithm `Auto` stands for on this problem. Only Reference exists so far.
+/// The algorithm `Auto` stands for on this problem: still Reference (Im2colGemm is much
+/// faster but holds scratch memory; choosing it by shape is left to a later change).
 inline ConvAlgo select_conv2d_algo(const Conv2dProblem& /*pb*/) {
   return ConvAlgo::Reference;
 }

@@ -19,7 +19,7 @@ enum class Layout { NCHW, NHWC };
 enum class Activation { Identity, ReLU, Sigmoid, Tanh };
 
 /// Convolution algorithm. `Auto` lets kcnn choose from the problem's shape, layout and
-/// backend (currently: Reference, the only one implemented).
+/// backend (currently always Reference).
 enum class ConvAlgo { Auto, Reference, Tiled, Im2colGemm, ImplicitGemm };
 
 /// Geometry and options of a 2-D convolution. The output extents follow
