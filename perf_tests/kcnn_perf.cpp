@@ -5,6 +5,7 @@
 //   kcnn_perf [--batch B] [--shape N,C,H,W,M,R,S,stride,pad[,dilation][,nhwc]]...
 //             [--reps N] [--target-seconds T] [--max-seconds T]
 //             [--algo-cache FILE] [--tune] [--save-algo-cache FILE]
+//             [--workspace-mib MiB]
 //             [Google Benchmark flags, e.g. --benchmark_filter=lenet
 //              --benchmark_out=f.json --benchmark_out_format=json]
 //
@@ -28,6 +29,10 @@
 // runs the tuned winner; --save-algo-cache FILE writes the cache at the end.
 // --max-seconds: see the skip rule printed at start-up (default 2 s on device builds,
 // 0.5 s on host builds).
+//
+// --workspace-mib sets kcnn::set_workspace_limit (Im2colGemm's scratch budget).
+// im2col/lenet/c3/<layout> times kcnn::im2col alone on LeNet C3's whole batch (GB/s = x
+// read + the unrolled matrix written; frac_peak_bw against the copy ceiling).
 //
 // Pooling (issue 6): pool2d/lenet/<s2|s4>/<layout>/<Max> times pool2d_forward alone on
 // the seed network's subsampling layers (B,4,80,80 2x2 max; B,16,34,34 4x4 max; GB/s =
@@ -275,6 +280,28 @@ void bench_pool(benchmark::State& state, const PoolShape& sh) {
   state.SetLabel(sh.key());
 }
 
+/// im2col alone on a shape's whole batch (the public kcnn::im2col). GB/s counts x read
+/// once plus the unrolled matrix written; frac_peak_bw compares it with the device copy.
+void bench_im2col(benchmark::State& state, const Shape& sh) {
+  using Matrix = Kokkos::View<float**, Kokkos::LayoutRight, Space::memory_space>;
+  const bool nhwc = sh.layout == kcnn::Layout::NHWC;
+  const std::size_t K = std::size_t(sh.C) * sh.R * sh.S;
+  const std::size_t pixels = std::size_t(sh.N) * sh.out(sh.H, sh.R) * sh.out(sh.W, sh.S);
+  const Tensor4 x = tensor("x", sh.layout, sh.N, sh.C, sh.H, sh.W, 7);
+  const Matrix cols(Kokkos::view_alloc(Kokkos::WithoutInitializing, "cols"), nhwc ? pixels : K,
+                    nhwc ? K : pixels);
+  const kcnn::Conv2dParams params = sh.params();
+  Timing t;
+  if (!time_or_skip(
+          state, [&] { kcnn::im2col(Space(), x, sh.R, sh.S, params, cols); }, t))
+    return;
+  const double gbs = sizeof(float) * (double(x.span()) + double(cols.span())) / t.median * 1e-9;
+  state.counters["GB/s"] = gbs;
+  if (g_run->peaks.gbs > 0) state.counters["frac_peak_bw"] = gbs / g_run->peaks.gbs;
+  state.SetLabel(sh.key() + " cols " + std::to_string(cols.extent(0)) + "x" +
+                 std::to_string(cols.extent(1)));
+}
+
 /// The seed network's convolution stack at batch B: C1 (1 -> 4 maps, 7x7, 86x86 -> 80x80)
 /// -> ReLU -> 2x2 max pool (40x40) -> C3 (4 -> 16 maps, 7x7, 34x34) -> ReLU -> 4x4 max
 /// pool (8x8), with biases.
@@ -406,6 +433,8 @@ std::vector<char*> parse_args(int argc, char** argv, Options& opt) {
       opt.tune = true;
     } else if (is("--save-algo-cache")) {
       opt.save_algo_cache = value();
+    } else if (is("--workspace-mib")) {
+      kcnn::set_workspace_limit(static_cast<std::size_t>(number(1)) << 20);
     } else {
       rest.push_back(argv[i]);
     }
@@ -483,6 +512,7 @@ int run_all(int argc, char** argv) {
   benchmark::AddCustomContext("device", pk.device);
   benchmark::AddCustomContext("kcnn_version", KCNN_VERSION_STRING);
   benchmark::AddCustomContext("lenet_batch", std::to_string(run.opt.lenet_batch));
+  benchmark::AddCustomContext("workspace_limit_mib", std::to_string(kcnn::workspace_limit() >> 20));
   benchmark::AddCustomContext("peak_gbs", fixed(pk.gbs, 2));
   benchmark::AddCustomContext("peak_gflops", fixed(pk.gflops, 2));
   benchmark::AddCustomContext("peak_copy", "Kokkos::deep_copy, 2 x " + fixed(pk.copy_mib / 2, 0) +
@@ -519,6 +549,12 @@ int run_all(int argc, char** argv) {
   for (const Shape& sh : run.opt.custom)
     register_shape(sh, baselines);
   register_pool_benchmarks(run.opt.lenet_batch);
+  for (kcnn::Layout layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
+    Shape c3{"im2col", "c3", run.opt.lenet_batch, 4, 40, 40, 16, 7, 7};
+    c3.layout = layout;
+    register_one("im2col/lenet/c3/" + std::string(kcnn::to_string(layout)),
+                 [c3](benchmark::State& st) { bench_im2col(st, c3); });
+  }
 
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

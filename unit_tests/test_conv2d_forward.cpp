@@ -29,39 +29,9 @@ std::string param_name(const ::testing::TestParamInfo<ForwardParam>& info) {
          backend_name(p.backend);
 }
 
-/// Shape families every algorithm must get right: batch 1, C = 1, prime extents,
-/// stride 2 and 3, padding (also larger than half the filter), dilation, 1x1 and 7x7
-/// filters, non-square filters/strides/inputs, a filter as large as the padded input,
-/// and the LeNet-5 layers.
-std::vector<ConvCase> shape_families() {
-  // name, N, C, H, W, M, R, S, stride h/w, pad h/w, dilation h/w
-  return {
-      {"batch1_c1", 1, 1, 5, 5, 1, 3, 3},
-      {"prime", 3, 5, 13, 11, 7, 3, 3},
-      {"stride2", 2, 3, 17, 19, 4, 3, 3, 2, 2},
-      {"stride3_pad2", 2, 2, 23, 20, 3, 5, 5, 3, 3, 2, 2},
-      {"pad1", 2, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1},
-      {"dilation2", 2, 3, 19, 17, 4, 3, 3, 1, 1, 0, 0, 2, 2},
-      {"stride2_pad2_dilation3", 1, 4, 21, 22, 3, 3, 3, 2, 2, 2, 2, 3, 3},
-      {"k1x1", 2, 16, 7, 5, 8, 1, 1},
-      {"k1x1_stride2", 2, 6, 9, 9, 5, 1, 1, 2, 2},
-      {"k7x7_pad3", 2, 3, 20, 18, 4, 7, 7, 1, 1, 3, 3},
-      {"nonsquare_filter", 2, 3, 11, 13, 2, 2, 5, 1, 1, 1, 0},
-      {"mixed_stride_pad_dilation", 2, 2, 15, 16, 3, 3, 3, 1, 2, 0, 1, 2, 1},
-      {"filter_fills_input", 3, 2, 5, 5, 3, 5, 5},
-      {"pad_larger_than_half_filter", 1, 2, 3, 4, 2, 3, 3, 1, 1, 2, 2},
-      {"prime_channels", 1, 37, 6, 6, 29, 3, 3, 1, 1, 1, 1},
-      {"stride_larger_than_filter", 2, 3, 16, 16, 2, 2, 2, 3, 3},
-      {"tall_filter", 1, 2, 31, 3, 3, 3, 1},
-      {"many_filters", 4, 8, 4, 4, 64, 3, 3, 1, 1, 1, 1},
-      {"lenet_c1", 2, 1, 86, 86, 4, 7, 7},
-      {"lenet_c3", 2, 4, 40, 40, 16, 7, 7},
-  };
-}
-
 /// Algorithms under test; each later algorithm joins this list.
 std::vector<ConvAlgo> algorithms() {
-  return {ConvAlgo::Reference, ConvAlgo::Tiled, ConvAlgo::Auto};
+  return {ConvAlgo::Reference, ConvAlgo::Tiled, ConvAlgo::Im2colGemm, ConvAlgo::Auto};
 }
 
 std::vector<ForwardParam> forward_params() {
@@ -69,7 +39,7 @@ std::vector<ForwardParam> forward_params() {
                                     Activation::Tanh};
   std::vector<ForwardParam> list;
   int i = 0;
-  for (const auto& base : shape_families()) {
+  for (const auto& base : conv_shape_families()) {
     for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
       ConvCase c = base;
       c.layout = layout;
@@ -92,11 +62,12 @@ std::vector<ForwardParam> activation_params() {
        {Activation::Identity, Activation::ReLU, Activation::Sigmoid, Activation::Tanh})
     for (bool bias : {false, true})
       for (Layout layout : {Layout::NCHW, Layout::NHWC})
-        for (Backend b : backends()) {
-          ConvCase c{"activation", 2, 3, 9, 8, 5, 3, 3, 1, 1, 1, 1};
-          c.layout = layout, c.activation = a, c.bias = bias;
-          list.push_back({c, ConvAlgo::Reference, b});
-        }
+        for (ConvAlgo algo : algorithms())
+          for (Backend b : backends()) {
+            ConvCase c{"activation", 2, 3, 9, 8, 5, 3, 3, 1, 1, 1, 1};
+            c.layout = layout, c.activation = a, c.bias = bias;
+            list.push_back({c, algo, b});
+          }
   return list;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "impl/algo_select.hpp"
+#include "impl/conv2d_im2col_gemm.hpp"
 #include "impl/conv2d_reference.hpp"
 #include "impl/conv2d_tiled.hpp"
 #include "impl/pool2d_kernels.hpp"
@@ -16,6 +17,7 @@
 #include "impl/profiling.hpp"
 #include "impl/view_checks.hpp"
 #include "types.hpp"
+#include "workspace.hpp"
 
 namespace kcnn {
 
@@ -41,6 +43,9 @@ void conv2d_dispatch(const ExecSpace& space, ConvAlgo algo, const XView& x, cons
   switch (algo) {
     case ConvAlgo::Tiled:
       conv2d_tiled(space, x, w, bias, y, pb);
+      break;
+    case ConvAlgo::Im2colGemm:
+      conv2d_im2col_gemm(space, x, w, bias, y, pb, pb.workspace_limit_bytes);
       break;
     default:
       conv2d_reference(space, x, w, bias, y, pb);
@@ -113,6 +118,14 @@ void conv2d_two_pass_pool(const ExecSpace& space, ConvAlgo algo, const XView& x,
 /// Algorithms with a fused kernel never store the unpooled output; the others (currently
 /// all) compute it into a temporary in the execution space's memory, pool it into y, and
 /// fence `space` before releasing the temporary.
+///
+/// ConvAlgo::Im2colGemm unrolls the input chunk by chunk into cached scratch memory
+/// within a budget (Conv2dParams::workspace_limit_bytes, else kcnn::workspace_limit();
+/// see kcnn/workspace.hpp) and multiplies with KokkosBlas::gemm (cuBLAS on CUDA, bound
+/// to `space`'s stream for the call; the host BLAS on host backends, where OpenBLAS is
+/// set to one thread while kcnn's own threads run the GEMMs concurrently, and restored
+/// afterwards). Its scratch allows one call at a time per execution-space instance:
+/// concurrent calls from several host threads on one instance take turns.
 ///
 /// Views hold float or double (the same for all; inputs may be const), are contiguous
 /// (LayoutRight or LayoutLeft) and accessible from `ExecSpace`; y must not overlap x, w

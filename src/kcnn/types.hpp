@@ -4,6 +4,7 @@
 ///        and pooling parameters and the exception every operation throws on invalid input.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -51,6 +52,9 @@ struct Conv2dParams {
   /// When set, conv2d_forward writes pool(activation(conv(x, w) + bias)) followed by the
   /// pool's own activation: y has the pooled extents. pool->layout must equal layout.
   std::optional<Pool2dParams> pool;
+  /// Scratch budget in bytes of algorithms that need scratch (Im2colGemm processes the
+  /// batch in chunks that fit it); 0: the process-wide kcnn::workspace_limit().
+  std::size_t workspace_limit_bytes = 0;
 };
 
 /// Thrown by every kcnn operation on invalid arguments, before any output is written.

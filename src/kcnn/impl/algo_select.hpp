@@ -25,6 +25,7 @@ namespace kcnn::Impl {
 inline constexpr ConvAlgo implemented_conv_algos[] = {
     ConvAlgo::Reference,
     ConvAlgo::Tiled,
+    ConvAlgo::Im2colGemm,
 };
 
 /// A set of concrete algorithms (never Auto), as a bit mask: cheap to pass and to test.

@@ -4,11 +4,13 @@
 ///        Views, checked, and turned into derived sizes. Every algorithm takes it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "../types.hpp"
 #include "view_checks.hpp"
+#include "workspace_cache.hpp"
 
 namespace kcnn::Impl {
 
@@ -58,6 +60,9 @@ struct Conv2dProblem {
   bool has_pool = false;
   Pool2dParams pool;                        ///< validated; pool.layout == layout
   std::int64_t P_pooled = 0, Q_pooled = 0;  ///< y's height, width when has_pool
+  /// Scratch budget of algorithms that need scratch (Im2colGemm): the call's
+  /// Conv2dParams::workspace_limit_bytes, or the process-wide kcnn::workspace_limit().
+  std::size_t workspace_limit_bytes = kDefaultWorkspaceLimit;
 
   /// Elements of the convolution output (before any pooling).
   KOKKOS_INLINE_FUNCTION std::int64_t output_size() const { return N * M * P * Q; }
@@ -196,6 +201,41 @@ Pool2dProblem make_pool2d_problem(const char* op, const XView& x, const BView& b
   return pb;
 }
 
+/// Copies the window parameters into `pb` (whose N, C, H, W, R, S are set) and derives
+/// the output extents P, Q; throws when the filter is empty or does not fit. Shared by
+/// every operation that slides a window (conv2d_forward, im2col, col2im).
+inline void derive_window_geometry(const char* op, Conv2dProblem& pb, const Conv2dParams& p) {
+  pb.stride_h = p.stride_h, pb.stride_w = p.stride_w;
+  pb.pad_h = p.pad_h, pb.pad_w = p.pad_w;
+  pb.dilation_h = p.dilation_h, pb.dilation_w = p.dilation_w;
+  pb.layout = p.layout;
+  pb.activation = p.activation;
+
+  throw_if(pb.R < 1 || pb.S < 1, op, "filter extents must be >= 1, got R=", pb.R, " S=", pb.S);
+  pb.P = conv_output_extent(pb.H, pb.R, p.stride_h, p.pad_h, p.dilation_h);
+  pb.Q = conv_output_extent(pb.W, pb.S, p.stride_w, p.pad_w, p.dilation_w);
+  throw_if(pb.P < 1 || pb.Q < 1, op, "empty output: the ", pb.R, "x", pb.S, " filter (dilation ",
+           p.dilation_h, "x", p.dilation_w, ") is larger than the padded ", pb.H, "x", pb.W,
+           " input (padding ", p.pad_h, "x", p.pad_w, ")");
+}
+
+/// The geometry of unrolling x with a kernel_h x kernel_w window (im2col, col2im):
+/// N, C, H, W from x, R, S from the kernel, P, Q derived; M = 0, no bias. Validates the
+/// parameters, the extents and x's contiguity.
+template <class XView>
+Conv2dProblem make_unroll_problem(const char* op, const XView& x, std::int64_t kernel_h,
+                                  std::int64_t kernel_w, const Conv2dParams& p) {
+  check_window_params(op, p);
+  Conv2dProblem pb;
+  activation_extents(x, p.layout, pb.N, pb.C, pb.H, pb.W);
+  throw_if(pb.C < 1, op, "x has no input channels (", to_string(p.layout), " extents ",
+           extents_string(x), ")");
+  pb.R = kernel_h, pb.S = kernel_w;
+  derive_window_geometry(op, pb, p);
+  check_contiguous(op, "x", x);
+  return pb;
+}
+
 /// Reads and validates a convolution's arguments; throws kcnn::Error naming the
 /// offending values, and returns the problem with every derived extent.
 template <class XView, class WView, class BView, class YView>
@@ -210,12 +250,6 @@ Conv2dProblem make_conv2d_problem(const char* op, const XView& x, const WView& w
   }
 
   Conv2dProblem pb;
-  pb.stride_h = p.stride_h, pb.stride_w = p.stride_w;
-  pb.pad_h = p.pad_h, pb.pad_w = p.pad_w;
-  pb.dilation_h = p.dilation_h, pb.dilation_w = p.dilation_w;
-  pb.layout = p.layout;
-  pb.activation = p.activation;
-
   const char* lname = to_string(p.layout);
   activation_extents(x, p.layout, pb.N, pb.C, pb.H, pb.W);
   std::int64_t wc = 0;
@@ -224,13 +258,7 @@ Conv2dProblem make_conv2d_problem(const char* op, const XView& x, const WView& w
   throw_if(pb.C < 1, op, "x has no input channels (", lname, " extents ", extents_string(x), ")");
   throw_if(wc != pb.C, op, "channel mismatch: x has C=", pb.C, " (", lname, " extents ",
            extents_string(x), ") but w has C=", wc, " (extents ", extents_string(w), ")");
-  throw_if(pb.R < 1 || pb.S < 1, op, "filter extents must be >= 1, got R=", pb.R, " S=", pb.S);
-
-  pb.P = conv_output_extent(pb.H, pb.R, p.stride_h, p.pad_h, p.dilation_h);
-  pb.Q = conv_output_extent(pb.W, pb.S, p.stride_w, p.pad_w, p.dilation_w);
-  throw_if(pb.P < 1 || pb.Q < 1, op, "empty output: the ", pb.R, "x", pb.S, " filter (dilation ",
-           p.dilation_h, "x", p.dilation_w, ") is larger than the padded ", pb.H, "x", pb.W,
-           " input (padding ", p.pad_h, "x", p.pad_w, ")");
+  derive_window_geometry(op, pb, p);
 
   if (p.pool) {
     const Pool2dParams& pool = *p.pool;
@@ -254,6 +282,8 @@ Conv2dProblem make_conv2d_problem(const char* op, const XView& x, const WView& w
   throw_if(bias_extent != 0 && bias_extent != pb.M, op, "bias has extent ", bias_extent,
            "; expected 0 (no bias) or M=", pb.M);
   pb.has_bias = bias_extent != 0;
+  pb.workspace_limit_bytes =
+      p.workspace_limit_bytes != 0 ? p.workspace_limit_bytes : workspace_limit_value().load();
 
   check_contiguous(op, "x", x);
   check_contiguous(op, "w", w);

@@ -6,6 +6,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstdint>
+
 #include "../types.hpp"
 
 namespace kcnn::Impl {
@@ -18,6 +20,27 @@ KOKKOS_FORCEINLINE_FUNCTION decltype(auto) at(const View& v, I0 n, I1 c, I2 h, I
     return v(n, c, h, w);
   } else {
     return v(n, h, w, c);
+  }
+}
+
+/// Element strides of a rank-4 tensor by logical dimension (batch, channel, row,
+/// column), whatever the View's layout: for raw-pointer kernels that form 64-bit
+/// addresses themselves. Weights use it too, with n = output channel.
+struct LogicalStrides {
+  std::int64_t n = 0, c = 0, h = 0, w = 0;
+  KOKKOS_INLINE_FUNCTION std::int64_t offset(std::int64_t in, std::int64_t ic, std::int64_t ih,
+                                             std::int64_t iw) const {
+    return in * n + ic * c + ih * h + iw * w;
+  }
+};
+
+template <Layout L, class View>
+LogicalStrides logical_strides(const View& v) {
+  const auto s = [&](int i) { return static_cast<std::int64_t>(v.stride(i)); };
+  if constexpr (L == Layout::NCHW) {
+    return {s(0), s(1), s(2), s(3)};
+  } else {
+    return {s(0), s(3), s(1), s(2)};
   }
 }
 

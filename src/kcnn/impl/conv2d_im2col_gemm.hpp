@@ -1,0 +1,713 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file impl/conv2d_im2col_gemm.hpp
+/// \brief ConvAlgo::Im2colGemm: unroll a chunk of the batch into a scratch matrix
+///        (im2col), multiply it with the weights (KokkosBlas::gemm, which reaches cuBLAS
+///        on CUDA and the host BLAS, OpenBLAS here, on the host), then one fused pass for
+///        bias + activation (+ the layout fix-up where the GEMM could not write y).
+///
+/// GEMM formulations (K = C*R*S; the weights, stored (M, C, R, S) or (M, R, S, C), are
+/// the row-major (M, K) matrix W because the unrolled tap order follows them):
+///  - NHWC: y viewed as (pixels, M) = cols (pixels, K) * W^T. The GEMM writes straight
+///    into y; the epilogue (if any) is bias + activation in place.
+///  - NCHW, large images ("per image"): image b's block of y is the row-major (M, P*Q)
+///    matrix W * cols_b, cols_b = (K, P*Q); the chunk's cols are stored image-blocked so
+///    that every cols_b is a row-major matrix, and one GEMM per image writes into y.
+///  - NCHW, small images: one GEMM per chunk, (M, pixels) = W * cols (K, pixels), into
+///    scratch; the epilogue moves it into y's (n, m, p, q) order with bias + activation.
+///    Per-image GEMMs on small images would be dominated by launch/call overhead.
+///  - 1x1 filter, stride 1, no padding, row-major x: x already is the unrolled matrix
+///    (NHWC: (pixels, C); NCHW: (C, P*Q) per image); no im2col, no scratch for it.
+///  - Weights not stored row-major (a LayoutLeft View) are packed into scratch once.
+///
+/// Every GEMM operand is an unmanaged LayoutRight rank-2 View of ExecSpace's memory
+/// space, the types Kokkos Kernels' TPL specializations take (gemm_uses_tpl_v checks).
+///
+/// Memory: the batch is processed in chunks of pixels whose scratch (unrolled matrix,
+/// GEMM output where needed, packed weights) stays within the budget
+/// (Conv2dParams::workspace_limit_bytes, else kcnn::workspace_limit()); the scratch is
+/// the cached per-instance workspace of impl/workspace_cache.hpp. BLAS takes 32-bit
+/// dimensions, so chunks are also capped at 2^31 - 1 rows/columns; all index
+/// arithmetic outside BLAS is 64-bit.
+///
+/// Execution:
+///  - Device backends: per chunk, im2col kernel -> cuBLAS GEMM -> epilogue kernel, all
+///    on the space's stream (cuBLAS is bound to it for the call), no fence.
+///  - Host backends with several threads, when there are at least as many chunks as
+///    threads: one parallel_for over the chunks; each thread unrolls its chunk into its
+///    own slot of the scratch, calls a single-threaded GEMM and applies the epilogue
+///    (host-shaped kernels run serially inside). Chunks stay cache-sized and nothing
+///    waits between steps. Letting OpenBLAS' pthreads parallelize each GEMM instead
+///    would alternate two thread pools on the same cores: the OpenMP workers keep
+///    spinning after each Kokkos kernel (GOMP_SPINCOUNT) while OpenBLAS' threads start,
+///    and OpenBLAS' threads keep spinning after each GEMM while the next Kokkos kernel
+///    runs; on 2 cores that more than halved the speed. OpenBLAS is therefore set to
+///    one thread while the pipeline runs (see with_single_threaded_host_blas).
+///  - Otherwise (one host thread, or fewer chunks than threads, e.g. one image): per
+///    chunk, parallel im2col kernel -> BLAS with its own threads -> parallel epilogue.
+#pragma once
+
+#include <KokkosBlas3_gemm.hpp>
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <type_traits>
+
+#if defined(KOKKOS_ENABLE_CUDA) && defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS)
+#include <KokkosBlas_tpl_spec.hpp>  // KokkosBlas::Impl::CudaBlasSingleton
+#endif
+#if defined(__has_include)
+#if __has_include(<dlfcn.h>)
+#include <dlfcn.h>  // dlsym: OpenBLAS' thread control, if OpenBLAS is linked
+#define KCNN_HAS_DLSYM 1
+#endif
+#endif
+#ifndef KCNN_HAS_DLSYM
+#define KCNN_HAS_DLSYM 0
+#endif
+
+#include "epilogue.hpp"
+#include "im2col_kernels.hpp"
+#include "problem.hpp"
+#include "tensor_access.hpp"
+#include "unroll_map.hpp"
+#include "view_checks.hpp"
+#include "workspace_cache.hpp"
+
+namespace kcnn::Impl {
+
+/// The rank-2 View type of every GEMM operand: what Kokkos Kernels' BLAS/cuBLAS
+/// specializations are declared for (same layout, device and Unmanaged trait).
+template <class ExecSpace, class T>
+using GemmMatrix = Kokkos::View<T**, Kokkos::LayoutRight,
+                                Kokkos::Device<ExecSpace, typename ExecSpace::memory_space>,
+                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+/// True when KokkosBlas::gemm on GemmMatrix operands is served by a TPL (the host BLAS
+/// or cuBLAS), false when it would fall back to Kokkos Kernels' own kernel.
+template <class ExecSpace, class T>
+inline constexpr bool gemm_uses_tpl_v =
+    KokkosBlas::Impl::gemm_tpl_spec_avail<GemmMatrix<ExecSpace, const T>,
+                                          GemmMatrix<ExecSpace, const T>,
+                                          GemmMatrix<ExecSpace, T>>::value;
+
+/// Runs f() with Kokkos Kernels' cuBLAS handle bound to space's stream, so that the
+/// GEMMs are ordered with kcnn's kernels on that stream (Kokkos Kernels 3.4's gemm
+/// takes no execution space and would otherwise use the handle's stream: the legacy
+/// default stream). The handle is process-wide: a mutex serializes kcnn's uses, and
+/// the previous stream is restored afterwards. Other backends: just f().
+template <class ExecSpace, class F>
+void with_blas_stream(const ExecSpace& space, F&& f) {
+#if defined(KOKKOS_ENABLE_CUDA) && defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS)
+  if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
+    static std::mutex handle_mutex;
+    std::lock_guard<std::mutex> lock(handle_mutex);
+    cublasHandle_t handle = KokkosBlas::Impl::CudaBlasSingleton::singleton().handle;
+    cudaStream_t previous = nullptr;
+    cublasGetStream(handle, &previous);
+    cublasSetStream(handle, space.cuda_stream());
+    struct Restore {
+      cublasHandle_t handle;
+      cudaStream_t stream;
+      ~Restore() { cublasSetStream(handle, stream); }
+    } restore{handle, previous};
+    f();
+    return;
+  }
+#endif
+  (void)space;
+  f();
+}
+
+/// Calls f(std::integral_constant<Activation, a>) so kernels see the activation at
+/// compile time (no per-element switch).
+template <class F>
+void dispatch_activation(Activation a, F&& f) {
+  using A = Activation;
+  switch (a) {
+    case A::Identity:
+      f(std::integral_constant<A, A::Identity>());
+      return;
+    case A::ReLU:
+      f(std::integral_constant<A, A::ReLU>());
+      return;
+    case A::Sigmoid:
+      f(std::integral_constant<A, A::Sigmoid>());
+      return;
+    case A::Tanh:
+      f(std::integral_constant<A, A::Tanh>());
+      return;
+  }
+}
+
+/// Whether a View's elements are stored row-major in its index order (LayoutRight, or
+/// any layout where that holds, e.g. extents of 1).
+template <class View>
+bool is_row_major(const View& v) {
+  std::int64_t expect = 1;
+  for (int i = static_cast<int>(View::rank) - 1; i >= 0; --i) {
+    if (v.extent(i) > 1 && static_cast<std::int64_t>(v.stride(i)) != expect) return false;
+    expect *= static_cast<std::int64_t>(v.extent(i));
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------------
+// Plan: formulation and chunk size
+// ---------------------------------------------------------------------------------
+
+struct Im2colGemmPlan {
+  bool unroll = true;             ///< false: x is its own unrolled matrix (1x1, stride 1, no pad)
+  bool per_image = false;         ///< NCHW: one GEMM per image, straight into y
+  bool gemm_into_y = true;        ///< else into scratch, moved into y by the epilogue
+  bool pack_w = false;            ///< weights not row-major: packed into scratch
+  bool epilogue = true;           ///< false: the GEMM's result is final (identity, no bias)
+  bool concurrent = false;        ///< host: chunks run concurrently, one per thread
+  int slots = 1;                  ///< chunk buffers (the host threads when concurrent)
+  std::int64_t chunk_pixels = 0;  ///< pixels per chunk (a multiple of P*Q when per_image)
+  std::int64_t chunks = 0;
+  std::size_t w_bytes = 0;                    ///< packed weights (shared), aligned
+  std::size_t cols_bytes = 0, out_bytes = 0;  ///< one chunk's buffers, aligned
+
+  std::size_t slot_bytes() const { return cols_bytes + out_bytes; }
+  std::size_t workspace_bytes() const { return w_bytes + std::size_t(slots) * slot_bytes(); }
+};
+
+/// Scratch parts start on this boundary.
+inline constexpr std::size_t kScratchAlign = 256;
+
+inline std::size_t align_up(std::size_t bytes) {
+  return (bytes + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
+}
+
+/// Tuning knobs of the plan (defaults are the library's choice; tests override them to
+/// force each formulation on small problems).
+struct Im2colGemmTuning {
+  /// NCHW: per-image GEMMs when one image's GEMM has at least this many flops. Host: a
+  /// BLAS call costs microseconds, small next to 64 MFLOP, and per-image GEMMs save the
+  /// epilogue's extra pass over y. GPU: a launch and a small grid are costly, so only
+  /// very large images go per image; the rest take one GEMM per chunk plus the fix-up
+  /// pass.
+  double per_image_min_flops_host = 64e6;
+  double per_image_min_flops_device = 2e9;
+  /// Host chunks (per thread, when concurrent) stay near the last-level cache, so that
+  /// the GEMM reads the unrolled matrix from cache rather than memory.
+  std::size_t host_chunk_target_bytes = std::size_t(8) << 20;
+  /// Host backends with several threads: run whole chunks concurrently, one per thread,
+  /// each with single-threaded BLAS (see conv2d_im2col_gemm_layout), when there are at
+  /// least as many chunks as threads.
+  bool host_concurrent = true;
+  /// Auto: host-shaped kernels on host backends; Device32/Device64 force the GPU-shaped
+  /// ones (the host tests cover the GPU kernels' indexing this way; never concurrent).
+  KernelVariant kernels = KernelVariant::Auto;
+};
+
+/// Chooses the formulation, the chunk size and the host concurrency for a problem under
+/// a scratch budget. `host_threads` is the host backend's concurrency (1 on devices).
+/// Throws kcnn::Error when the budget cannot hold even one pixel's worth of scratch.
+inline Im2colGemmPlan plan_im2col_gemm(const char* op, const Conv2dProblem& pb,
+                                       std::size_t scalar_bytes, std::size_t limit_bytes,
+                                       bool x_row_major, bool w_row_major, bool y_row_major,
+                                       bool host, int host_threads,
+                                       const Im2colGemmTuning& tuning = {}) {
+  constexpr std::int64_t int_max = std::numeric_limits<int>::max();
+  const std::int64_t K = pb.C * pb.R * pb.S, PQ = pb.P * pb.Q, NPQ = pb.N * PQ;
+  throw_if(K > int_max || pb.M > int_max || PQ > int_max, op,
+           "ConvAlgo::Im2colGemm: a GEMM extent exceeds BLAS' 32-bit limit (C*R*S=", K,
+           ", M=", pb.M, ", P*Q=", PQ, ")");
+  const auto T = static_cast<std::int64_t>(scalar_bytes);
+
+  Im2colGemmPlan base;
+  base.pack_w = !w_row_major;
+  base.w_bytes = base.pack_w ? align_up(static_cast<std::size_t>(pb.M * K * T)) : 0;
+  const bool one_by_one = pb.R == 1 && pb.S == 1 && pb.stride_h == 1 && pb.stride_w == 1 &&
+                          pb.pad_h == 0 && pb.pad_w == 0;
+  base.unroll = !(one_by_one && x_row_major);
+  if (pb.layout == Layout::NHWC) {
+    base.gemm_into_y = y_row_major;
+  } else {
+    const double image_flops = 2.0 * double(pb.M) * double(K) * double(PQ);
+    base.per_image = y_row_major && image_flops >= (host ? tuning.per_image_min_flops_host
+                                                         : tuning.per_image_min_flops_device);
+    base.gemm_into_y = base.per_image;
+    if (!base.per_image) base.unroll = true;  // x is (C, P*Q) per image, not across images
+  }
+  base.epilogue = !(base.gemm_into_y && pb.activation == Activation::Identity && !pb.has_bias);
+
+  // The packed weights and each slot's alignment allowance come off the budget first.
+  auto fixed = [&](int slots) { return base.w_bytes + 2 * kScratchAlign * std::size_t(slots); };
+
+  // Sizes the chunks for `slots` buffers of the budget; false if not even one pixel (or,
+  // with `need_slots_busy`, not one chunk per slot) fits.
+  auto size_chunks = [&](Im2colGemmPlan& plan, int slots, bool need_slots_busy) {
+    plan.slots = slots;
+    const std::size_t budget = std::min<std::size_t>(
+        limit_bytes > fixed(slots) ? limit_bytes - fixed(slots) : 0, std::size_t(1) << 62);
+    const auto avail = static_cast<std::int64_t>(budget / std::size_t(slots));
+    const auto preferred =
+        host ? std::min<std::int64_t>(avail,
+                                      static_cast<std::int64_t>(tuning.host_chunk_target_bytes))
+             : avail;
+    auto per_pixel = [&] { return (plan.unroll ? K * T : 0) + (plan.gemm_into_y ? 0 : pb.M * T); };
+    // Units of `unit` bytes per chunk: >= 1 if one fits, at most `most`.
+    auto units = [&](std::int64_t unit, std::int64_t most) {
+      if (unit == 0) return most;
+      if (unit > avail) return std::int64_t(0);
+      return std::clamp<std::int64_t>(preferred / unit, 1, most);
+    };
+    if (plan.per_image) {
+      // Concurrent chunks: no more images per chunk than keeps every slot busy.
+      const std::int64_t most = slots > 1 ? (pb.N + slots - 1) / slots : pb.N;
+      const std::int64_t images = units(per_pixel() * PQ, most);
+      if (images >= 1) {
+        plan.chunk_pixels = std::min(images, std::max<std::int64_t>(1, int_max / PQ)) * PQ;
+      } else {  // one image does not fit: pixel chunks with the fix-up pass
+        plan.per_image = plan.gemm_into_y = false;
+        plan.unroll = true;
+        plan.epilogue = true;
+      }
+    }
+    if (!plan.per_image) {
+      const std::int64_t most = slots > 1 ? (NPQ + slots - 1) / slots : NPQ;
+      plan.chunk_pixels = std::min(units(per_pixel(), std::max<std::int64_t>(1, most)), int_max);
+      if (plan.chunk_pixels < 1) return false;
+    }
+    plan.chunks = (NPQ + plan.chunk_pixels - 1) / plan.chunk_pixels;
+    plan.cols_bytes =
+        plan.unroll ? align_up(static_cast<std::size_t>(plan.chunk_pixels * K * T)) : 0;
+    plan.out_bytes =
+        plan.gemm_into_y ? 0 : align_up(static_cast<std::size_t>(plan.chunk_pixels * pb.M * T));
+    return !need_slots_busy || plan.chunks >= slots;
+  };
+
+  if (host && host_threads > 1 && tuning.host_concurrent && tuning.kernels == KernelVariant::Auto) {
+    Im2colGemmPlan plan = base;
+    if (size_chunks(plan, host_threads, true)) {
+      plan.concurrent = true;
+      return plan;
+    }
+  }
+  Im2colGemmPlan plan = base;
+  if (!size_chunks(plan, 1, false)) {
+    const std::int64_t pp = (plan.unroll ? K * T : 0) + (plan.gemm_into_y ? 0 : pb.M * T);
+    throw_if(true, op, "ConvAlgo::Im2colGemm: the workspace limit of ", limit_bytes,
+             " bytes is too small; this problem needs at least ", fixed(1) + std::size_t(pp),
+             " bytes (", pp, " per output pixel", plan.pack_w ? " plus the packed weights" : "",
+             ")");
+  }
+  return plan;
+}
+
+// ---------------------------------------------------------------------------------
+// Kernels: weight packing and the epilogue
+// ---------------------------------------------------------------------------------
+
+/// out (M, K) row-major = w with its taps in the unrolled order.
+template <Layout L, class T>
+struct PackWeights {
+  UnrollMap<L> map;
+  const T* w;
+  LogicalStrides ws;
+  T* out;
+  std::int64_t K;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t t) const {
+    const std::int64_t m = t / K;
+    const Tap<std::int64_t> tap = map.decompose_k(t - m * K);
+    out[t] = w[ws.offset(m, tap.c, tap.r, tap.s)];
+  }
+};
+
+/// What the epilogue reads and writes: y(n, m, p, q) = act(G(m, pixel) + bias(m)) for
+/// the pixels [j0, j0 + count). G is addressed like an unrolled matrix with the output
+/// channel in place of the tap: offset(m, n, pq) (it may be y itself: in place).
+template <class T>
+struct EpilogueArgs {
+  const T* g;
+  UnrolledStorage gs;
+  T* y;
+  LogicalStrides ys;
+  const T* bias;  ///< nullptr: no bias
+  std::int64_t bias_stride;
+  std::int64_t j0, count, M, PQ, Q;
+  bool m_fastest;    ///< G and y keep m contiguous (NHWC): enumerate m innermost
+  bool y_pq_linear;  ///< y's (p, q) is one run: offset pq * ys.w
+};
+
+/// GPU-shaped: one thread per output element, m or pixel innermost as the storage wants.
+template <Activation A, class I, class T>
+struct EpilogueDevice {
+  EpilogueArgs<T> a;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const I t) const {
+    I m, jl;
+    if (a.m_fastest) {
+      jl = t / I(a.M);
+      m = t - jl * I(a.M);
+    } else {
+      m = t / I(a.count);
+      jl = t - m * I(a.count);
+    }
+    const I j = I(a.j0) + jl;
+    const I n = j / I(a.PQ);
+    const I pq = j - n * I(a.PQ);
+    T v = a.g[a.gs.offset(m, n, pq)];
+    if (a.bias) v += a.bias[m * a.bias_stride];
+    std::int64_t yo = std::int64_t(n) * a.ys.n + std::int64_t(m) * a.ys.c;
+    if (a.y_pq_linear) {
+      yo += std::int64_t(pq) * a.ys.w;
+    } else {
+      const I p = pq / I(a.Q);
+      yo += std::int64_t(p) * a.ys.h + std::int64_t(pq - p * I(a.Q)) * a.ys.w;
+    }
+    a.y[yo] = apply_activation(A, v);
+  }
+};
+
+/// Host, m innermost (NHWC): a work item is a block of pixels; per pixel one
+/// contiguous run over the output channels.
+template <Activation A, class T>
+struct EpiloguePixelsHost {
+  EpilogueArgs<T> a;
+  std::int64_t pixels_per_item;
+
+  void operator()(const std::int64_t item) const {
+    const std::int64_t jb = item * pixels_per_item;
+    const std::int64_t je = std::min(a.count, jb + pixels_per_item);
+    const bool unit = a.ys.c == 1 && a.gs.k_stride == 1 && (!a.bias || a.bias_stride == 1);
+    for (std::int64_t jl = jb; jl < je; ++jl) {
+      const std::int64_t j = a.j0 + jl, n = j / a.PQ, pq = j - n * a.PQ;
+      const std::int64_t p = pq / a.Q, q = pq - p * a.Q;
+      const T* g = a.g + a.gs.offset(0, n, pq);
+      T* y = a.y + (n * a.ys.n + p * a.ys.h + q * a.ys.w);
+      if (unit && a.bias) {
+        for (std::int64_t m = 0; m < a.M; ++m)
+          y[m] = apply_activation(A, g[m] + a.bias[m]);
+      } else if (unit) {
+        for (std::int64_t m = 0; m < a.M; ++m)
+          y[m] = apply_activation(A, g[m]);
+      } else {
+        for (std::int64_t m = 0; m < a.M; ++m) {
+          const T b = a.bias ? a.bias[m * a.bias_stride] : T(0);
+          y[m * a.ys.c] = apply_activation(A, g[m * a.gs.k_stride] + b);
+        }
+      }
+    }
+  }
+};
+
+/// Host, pixels innermost (NCHW): a work item is one (output channel, image) pair;
+/// one contiguous run over the image's pixels inside the chunk.
+template <Activation A, class T>
+struct EpilogueRowsHost {
+  EpilogueArgs<T> a;
+  std::int64_t n_first, images;
+
+  void operator()(const std::int64_t item) const {
+    const std::int64_t m = item / images, n = n_first + (item - m * images);
+    const std::int64_t pa = std::max<std::int64_t>(0, a.j0 - n * a.PQ);
+    const std::int64_t pb = std::min<std::int64_t>(a.PQ, a.j0 + a.count - n * a.PQ);
+    const T* g = a.g + a.gs.offset(m, n, pa);  // g[pq - pa]: pq_stride is 1
+    const T b = a.bias ? a.bias[m * a.bias_stride] : T(0);
+    if (a.y_pq_linear && a.ys.w == 1) {
+      T* y = a.y + (n * a.ys.n + m * a.ys.c + pa);
+      for (std::int64_t i = 0; i < pb - pa; ++i)
+        y[i] = apply_activation(A, g[i] + b);
+    } else {
+      T* y = a.y + (n * a.ys.n + m * a.ys.c);
+      for (std::int64_t pq = pa; pq < pb; ++pq) {
+        const std::int64_t p = pq / a.Q, q = pq - p * a.Q;
+        y[p * a.ys.h + q * a.ys.w] = apply_activation(A, g[pq - pa] + b);
+      }
+    }
+  }
+};
+
+/// Calls f(job) with the host-shaped epilogue job for `a` (its functor type depends on
+/// whether m or the pixels run innermost).
+template <Activation A, class T, class F>
+void with_epilogue_host_job(const EpilogueArgs<T>& a, F&& f) {
+  if (a.m_fastest) {
+    const std::int64_t ppi = std::max<std::int64_t>(1, 4096 / std::max<std::int64_t>(1, a.M));
+    f(HostJob<EpiloguePixelsHost<A, T>>{{a, ppi}, (a.count + ppi - 1) / ppi});
+  } else {
+    const std::int64_t n_first = a.j0 / a.PQ;
+    const std::int64_t images = (a.j0 + a.count - 1) / a.PQ - n_first + 1;
+    f(HostJob<EpilogueRowsHost<A, T>>{{a, n_first, images}, a.M * images});
+  }
+}
+
+template <class ExecSpace, class T>
+void epilogue_launch(const ExecSpace& space, const EpilogueArgs<T>& a, Activation activation,
+                     KernelVariant variant) {
+  dispatch_activation(activation, [&](auto act) {
+    constexpr Activation A = decltype(act)::value;
+    if constexpr (runs_on_host_v<ExecSpace>) {
+      if (variant == KernelVariant::Auto) {
+        with_epilogue_host_job<A>(a, [&](const auto& job) {
+          Kokkos::parallel_for(
+              "kcnn::conv2d::im2col_gemm::epilogue_host",
+              Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, job.items),
+              job.functor);
+        });
+        return;
+      }
+    }
+    const std::int64_t total = a.M * a.count;
+    auto launch = [&](auto index_tag) {
+      using I = decltype(index_tag);
+      Kokkos::parallel_for("kcnn::conv2d::im2col_gemm::epilogue",
+                           Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<I>>(space, 0, I(total)),
+                           EpilogueDevice<A, I, T>{a});
+    };
+    if (variant != KernelVariant::Device64 && fits_int32(total) && fits_int32(a.j0 + a.count)) {
+      launch(std::int32_t());
+    } else {
+      launch(std::int64_t());
+    }
+  });
+}
+
+/// Runs f() with the host BLAS doing each call on the calling thread. OpenBLAS (whose
+/// pthreads build would start its own threads inside every call, oversubscribing the
+/// cores kcnn's threads already use) is set to one thread through
+/// openblas_set_num_threads, looked up at run time, and restored afterwards; other BLAS
+/// libraries are left as they are (MKL and OpenMP builds run single-threaded inside
+/// parallel regions by themselves). The setting is process-wide while f() runs.
+template <class F>
+void with_single_threaded_host_blas(F&& f) {
+#if KCNN_HAS_DLSYM
+  using SetThreads = void (*)(int);
+  using GetThreads = int (*)();
+  static const auto set_threads =
+      reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  static const auto get_threads =
+      reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  if (set_threads && get_threads) {
+    static std::mutex mutex;
+    std::lock_guard<std::mutex> lock(mutex);
+    const int previous = get_threads();
+    if (previous > 1) set_threads(1);
+    struct Restore {
+      SetThreads set;
+      int threads;
+      ~Restore() {
+        if (threads > 1) set(threads);
+      }
+    } restore{set_threads, previous};
+    f();
+    return;
+  }
+#endif
+  f();
+}
+
+// ---------------------------------------------------------------------------------
+// The algorithm
+// ---------------------------------------------------------------------------------
+
+/// Everything one chunk needs, and the chunk's three steps: unroll, GEMM, epilogue.
+/// run() either launches each step on the execution space (parallel kernels,
+/// multi-threaded BLAS) or, `serial`, does the whole chunk on the calling thread (the
+/// concurrent host pipeline: one chunk per thread).
+template <Layout L, class ExecSpace, class T>
+struct Im2colGemmChunks {
+  using Matrix = GemmMatrix<ExecSpace, T>;
+  using ConstMatrix = GemmMatrix<ExecSpace, const T>;
+
+  UnrollMap<L> map;
+  const T* x;
+  LogicalStrides xs;
+  const T* w_matrix;  ///< (M, K) row-major
+  T* y;
+  EpilogueArgs<T> ep;  ///< y, its strides, bias, extents; j0/count/g/gs set per chunk
+  Im2colGemmPlan plan;
+  Activation activation;
+  KernelVariant kernels;
+  std::int64_t K, M, PQ;
+
+  void run(const ExecSpace& space, bool serial, std::int64_t j0, std::int64_t count, T* cols,
+           T* out) const {
+    const T one = 1, zero = 0;
+    const ConstMatrix W(w_matrix, M, K);
+    auto unroll = [&](const UnrolledStorage& cs) {
+      if constexpr (runs_on_host_v<ExecSpace>) {
+        if (serial) {
+          im2col_host_job(map, x, xs, cols, cs, j0, count, true).run_serial();
+          return;
+        }
+      }
+      im2col_launch(space, map, x, xs, cols, cs, j0, count, kernels);
+    };
+    EpilogueArgs<T> e = ep;
+    e.j0 = j0, e.count = count;
+    if constexpr (L == Layout::NHWC) {
+      // y (pixels, M) = cols (pixels, K) * W^T
+      const T* a = x + j0 * K;  // 1x1/stride 1/no padding: x's rows are the pixels
+      if (plan.unroll) {
+        unroll(UnrolledStorage::nhwc_rows(K, PQ, j0));
+        a = cols;
+      }
+      T* c = plan.gemm_into_y ? y + j0 * M : out;
+      KokkosBlas::gemm("N", "T", one, ConstMatrix(a, count, K), W, zero, Matrix(c, count, M));
+      e.g = c;  // (pixels, M) row-major, y itself or scratch
+      e.gs = UnrolledStorage::nhwc_rows(M, PQ, j0);
+    } else if (plan.per_image) {
+      // y_b (M, P*Q) = W * cols_b (K, P*Q), image by image
+      const std::int64_t n0 = j0 / PQ, images = count / PQ;
+      if (plan.unroll) unroll(UnrolledStorage::nchw_image_blocks(K, PQ, n0));
+      for (std::int64_t b = 0; b < images; ++b) {
+        const T* cols_b = plan.unroll ? cols + b * K * PQ : x + (n0 + b) * K * PQ;
+        KokkosBlas::gemm("N", "N", one, W, ConstMatrix(cols_b, K, PQ), zero,
+                         Matrix(y + (n0 + b) * M * PQ, M, PQ));
+      }
+      e.g = y;  // in place: G's (m, n, pq) is y's
+      e.gs = UnrolledStorage{0, PQ, M * PQ, 1};
+    } else {
+      // scratch (M, pixels) = W * cols (K, pixels); the epilogue reorders it into y
+      unroll(UnrolledStorage::nchw_columns(count, PQ, j0));
+      KokkosBlas::gemm("N", "N", one, W, ConstMatrix(cols, K, count), zero, Matrix(out, M, count));
+      e.g = out;
+      e.gs = UnrolledStorage::nchw_columns(count, PQ, j0);
+    }
+    if (!plan.epilogue) return;
+    if constexpr (runs_on_host_v<ExecSpace>) {
+      if (serial) {
+        dispatch_activation(activation, [&](auto act) {
+          with_epilogue_host_job<decltype(act)::value>(e,
+                                                       [](const auto& job) { job.run_serial(); });
+        });
+        return;
+      }
+    }
+    epilogue_launch(space, e, activation, kernels);
+  }
+};
+
+/// The concurrent host pipeline: chunk i runs on whichever thread takes it, in that
+/// thread's slot of the scratch.
+template <Layout L, class ExecSpace, class T>
+struct Im2colGemmHostPipeline {
+  Im2colGemmChunks<L, ExecSpace, T> chunks;
+  ExecSpace space;
+  Kokkos::Experimental::UniqueToken<ExecSpace> token;
+  unsigned char* slots;
+  std::size_t slot_bytes;
+  std::int64_t NPQ;
+
+  void operator()(const std::int64_t i) const {
+    const int slot = token.acquire();
+    unsigned char* base = slots + std::size_t(slot) * slot_bytes;
+    const std::int64_t j0 = i * chunks.plan.chunk_pixels;
+    chunks.run(space, true, j0, std::min(chunks.plan.chunk_pixels, NPQ - j0),
+               reinterpret_cast<T*>(base), reinterpret_cast<T*>(base + chunks.plan.cols_bytes));
+    token.release(slot);
+  }
+};
+
+template <Layout L, class ExecSpace, class XView, class WView, class BView, class YView>
+void conv2d_im2col_gemm_layout(const ExecSpace& space, const XView& x, const WView& w,
+                               const BView& bias, const YView& y, const Conv2dProblem& pb,
+                               const Im2colGemmPlan& plan, const Im2colGemmTuning& tuning) {
+  using T = view_scalar_t<YView>;
+  const auto map = UnrollMap<L>::from(pb);
+  const std::int64_t K = map.taps(), M = pb.M, PQ = map.pixels_per_image();
+  const std::int64_t NPQ = pb.N * PQ;
+
+  // Scratch: [packed w][slot 0: unrolled chunk, GEMM output chunk][slot 1: ...], each
+  // part aligned.
+  auto lease = WorkspaceCache<ExecSpace>::acquire(space, plan.workspace_bytes());
+  unsigned char* base = lease.data();
+  unsigned char* slots = base + plan.w_bytes;
+
+  const T* w_matrix = w.data();
+  if (plan.pack_w) {
+    T* w_packed = reinterpret_cast<T*>(base);
+    Kokkos::parallel_for(
+        "kcnn::conv2d::im2col_gemm::pack_weights",
+        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, M * K),
+        PackWeights<L, T>{map, w.data(), logical_strides<L>(w), w_packed, K});
+    w_matrix = w_packed;
+  }
+
+  Im2colGemmChunks<L, ExecSpace, T> chunks{};
+  chunks.map = map;
+  chunks.x = x.data();
+  chunks.xs = logical_strides<L>(x);
+  chunks.w_matrix = w_matrix;
+  chunks.y = y.data();
+  chunks.ep.y = y.data();
+  chunks.ep.ys = logical_strides<L>(y);
+  chunks.ep.bias = pb.has_bias ? bias.data() : nullptr;
+  chunks.ep.bias_stride = static_cast<std::int64_t>(bias.stride(0));
+  chunks.ep.M = M, chunks.ep.PQ = PQ, chunks.ep.Q = pb.Q;
+  chunks.ep.m_fastest = L == Layout::NHWC;
+  chunks.ep.y_pq_linear = chunks.ep.ys.h == pb.Q * chunks.ep.ys.w;
+  chunks.plan = plan;
+  chunks.activation = pb.activation;
+  chunks.kernels = tuning.kernels;
+  chunks.K = K, chunks.M = M, chunks.PQ = PQ;
+
+  if constexpr (runs_on_host_v<ExecSpace>) {
+    if (plan.concurrent) {
+      Kokkos::Experimental::UniqueToken<ExecSpace> token(space);
+      throw_if(token.size() > plan.slots, "kcnn::conv2d_forward",
+               "internal error: Im2colGemm planned ", plan.slots, " host slots for ", token.size(),
+               " threads");
+      using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>,
+                                         Kokkos::IndexType<std::int64_t>>;
+      with_single_threaded_host_blas([&] {
+        Kokkos::parallel_for("kcnn::conv2d::im2col_gemm::host_pipeline",
+                             Policy(space, 0, plan.chunks).set_chunk_size(1),
+                             Im2colGemmHostPipeline<L, ExecSpace, T>{chunks, space, token, slots,
+                                                                     plan.slot_bytes(), NPQ});
+      });
+      return;
+    }
+  }
+  T* cols = reinterpret_cast<T*>(slots);
+  T* out = reinterpret_cast<T*>(slots + plan.cols_bytes);
+  with_blas_stream(space, [&] {
+    for (std::int64_t j0 = 0; j0 < NPQ; j0 += plan.chunk_pixels)
+      chunks.run(space, false, j0, std::min(plan.chunk_pixels, NPQ - j0), cols, out);
+  });
+}
+
+/// The concurrency the host pipeline would use on `space` (1 on device backends).
+template <class ExecSpace>
+int host_pipeline_threads(const ExecSpace& space) {
+  if constexpr (runs_on_host_v<ExecSpace>) {
+    return Kokkos::Experimental::UniqueToken<ExecSpace>(space).size();
+  } else {
+    (void)space;
+    return 1;
+  }
+}
+
+/// The plan conv2d_im2col_gemm follows for these Views (tests and diagnostics).
+template <class ExecSpace, class XView, class WView, class BView, class YView>
+Im2colGemmPlan plan_im2col_gemm(const ExecSpace& space, const XView& x, const WView& w,
+                                const BView&, const YView& y, const Conv2dProblem& pb,
+                                std::size_t limit_bytes, const Im2colGemmTuning& tuning = {}) {
+  return plan_im2col_gemm("kcnn::conv2d_forward", pb, sizeof(view_scalar_t<YView>), limit_bytes,
+                          is_row_major(x), is_row_major(w), is_row_major(y),
+                          runs_on_host_v<ExecSpace>, host_pipeline_threads(space), tuning);
+}
+
+/// Runs ConvAlgo::Im2colGemm; `pb` has been validated against the Views.
+template <class ExecSpace, class XView, class WView, class BView, class YView>
+void conv2d_im2col_gemm(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
+                        const YView& y, const Conv2dProblem& pb, std::size_t limit_bytes,
+                        const Im2colGemmTuning& tuning = {}) {
+  const Im2colGemmPlan plan = plan_im2col_gemm(space, x, w, bias, y, pb, limit_bytes, tuning);
+  if (pb.layout == Layout::NCHW) {
+    conv2d_im2col_gemm_layout<Layout::NCHW>(space, x, w, bias, y, pb, plan, tuning);
+  } else {
+    conv2d_im2col_gemm_layout<Layout::NHWC>(space, x, w, bias, y, pb, plan, tuning);
+  }
+}
+
+}  // namespace kcnn::Impl

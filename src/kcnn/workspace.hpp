@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file workspace.hpp
+/// \brief The scratch-memory budget of algorithms that need scratch (Im2colGemm), and
+///        how to give the cached scratch back.
+///
+/// Im2colGemm unrolls the input into a scratch matrix. It processes the batch in chunks
+/// whose scratch stays within a budget: Conv2dParams::workspace_limit_bytes for one call,
+/// or, where that is 0, the process-wide limit set here (default 256 MiB).
+///
+/// The scratch is cached and reused across calls instead of being allocated per call:
+/// one buffer per execution-space instance (per CUDA stream; one for a host backend),
+/// grown to the largest size asked for. Calls on the same instance are stream-ordered
+/// and may share its buffer while earlier calls still run; calls on different
+/// instances use different buffers. A call holds its instance's buffer (a mutex) while
+/// it enqueues work, so host threads sharing one instance take turns. Growing a buffer
+/// fences that instance. Kokkos::finalize frees every buffer.
+#pragma once
+
+#include <cstddef>
+
+#include "impl/workspace_cache.hpp"
+
+namespace kcnn {
+
+/// The budget used when no per-call limit is given: 256 MiB.
+inline constexpr std::size_t default_workspace_limit = Impl::kDefaultWorkspaceLimit;
+
+/// Sets the process-wide scratch budget, in bytes, of calls whose
+/// Conv2dParams::workspace_limit_bytes is 0; 0 restores the default (256 MiB).
+/// Thread-safe; affects calls that start afterwards.
+inline void set_workspace_limit(std::size_t bytes) {
+  Impl::workspace_limit_value().store(bytes == 0 ? default_workspace_limit : bytes);
+}
+
+/// The process-wide scratch budget in bytes.
+inline std::size_t workspace_limit() {
+  return Impl::workspace_limit_value().load();
+}
+
+/// Frees all cached scratch buffers. Fences every execution space first (work still
+/// running may use them), so call it between phases, not in a hot loop.
+inline void release_workspaces() {
+  Impl::WorkspaceRegistry::instance().release_all();
+}
+
+}  // namespace kcnn
