@@ -69,14 +69,24 @@ struct TiledGeometry {
   int tile_m = 1, tile_p = 1, tile_q = 1;           ///< outputs per team
   int tiles_m = 1, tiles_p = 1, tiles_q = 1;        ///< tiles per image
   int in_h = 1, in_w = 1;                           ///< staged halo tile
-  int c_chunk = 1;                                  ///< input channels per stage
-  int team_size = 1;                                ///< hardware threads per team
+  int in_pitch = 1;   ///< scratch row stride: in_w, rounded up to 4 floats on GPUs
+  int c_chunk = 1;    ///< input channels per stage
+  int team_size = 1;  ///< hardware threads per team
   KOKKOS_INLINE_FUNCTION int logical_threads() const { return threads_m * threads_p * threads_q; }
+  KOKKOS_INLINE_FUNCTION int in_plane() const { return in_h * in_pitch; }
   std::int64_t league_size(std::int64_t N) const { return N * tiles_m * tiles_p * tiles_q; }
 };
 
 inline int ceil_div(std::int64_t a, std::int64_t b) {
   return static_cast<int>((a + b - 1) / b);
+}
+
+/// GPU scratch rows and the weight block start on 16-byte boundaries, so that a thread
+/// reads 4 floats with one vector load (see Conv2dTiledKernel::accumulate_vec).
+inline constexpr int kScratchRowAlign = 4;
+
+inline std::int64_t round_up(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b * b;
 }
 
 /// At most `cap` threads along a dimension that needs `need`, spread evenly over the
@@ -115,8 +125,9 @@ TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host,
         (std::int64_t(g.threads_p) * Micro::BH - 1) * pb.stride_h + (pb.R - 1) * pb.dilation_h + 1;
     const std::int64_t in_w =
         (std::int64_t(g.threads_q) * Micro::BW - 1) * pb.stride_w + (pb.S - 1) * pb.dilation_w + 1;
+    const std::int64_t pitch = on_host ? in_w : round_up(in_w, kScratchRowAlign);
     return static_cast<std::size_t>(sizeof(Scalar) *
-                                    (in_h * in_w + pb.R * pb.S * g.threads_m * Micro::BM));
+                                    (in_h * pitch + pb.R * pb.S * g.threads_m * Micro::BM));
   };
   // Large strides or dilations widen the halo: shrink the tile until one channel fits.
   while (per_channel_bytes() > scratch_bytes && g.logical_threads() > 1) {
@@ -134,6 +145,7 @@ TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host,
   g.tiles_q = ceil_div(pb.Q, g.tile_q);
   g.in_h = static_cast<int>((g.tile_p - 1) * pb.stride_h + (pb.R - 1) * pb.dilation_h + 1);
   g.in_w = static_cast<int>((g.tile_q - 1) * pb.stride_w + (pb.S - 1) * pb.dilation_w + 1);
+  g.in_pitch = on_host ? g.in_w : static_cast<int>(round_up(g.in_w, kScratchRowAlign));
   // As many input channels per stage as the scratch budget allows (at least one).
   const std::size_t per_channel = per_channel_bytes();
   g.c_chunk = static_cast<int>(
@@ -169,6 +181,19 @@ struct Conv2dTiledKernel {
     std::int64_t h0, w0;
   };
 
+  /// Scratch elements of the halo tile (padded to the weights' 16-byte alignment) and
+  /// of the weights.
+  static std::size_t KOKKOS_INLINE_FUNCTION in_tile_elems(const TiledGeometry& geo) {
+    return static_cast<std::size_t>(
+        round_up_device(std::int64_t(geo.c_chunk) * geo.in_plane(), kScratchRowAlign));
+  }
+  static std::size_t KOKKOS_INLINE_FUNCTION w_tile_elems(const TiledGeometry& geo, int r, int s) {
+    return static_cast<std::size_t>(geo.c_chunk) * r * s * geo.tile_m;
+  }
+  KOKKOS_INLINE_FUNCTION static std::int64_t round_up_device(std::int64_t a, std::int64_t b) {
+    return (a + b - 1) / b * b;
+  }
+
   KOKKOS_INLINE_FUNCTION int R() const { return KR > 0 ? KR : static_cast<int>(pb.R); }
   KOKKOS_INLINE_FUNCTION int S() const { return KS > 0 ? KS : static_cast<int>(pb.S); }
   KOKKOS_INLINE_FUNCTION int stride_h() const { return Unit ? 1 : pb.stride_h; }
@@ -192,10 +217,13 @@ struct Conv2dTiledKernel {
                        static_cast<std::int64_t>(tp) * g.tile_p * pb.stride_h - pb.pad_h,
                        static_cast<std::int64_t>(tq) * g.tile_q * pb.stride_w - pb.pad_w};
 
-    ScratchView in_tile(team.team_scratch(0),
-                        static_cast<std::size_t>(g.c_chunk) * g.in_h * g.in_w);
-    ScratchView w_tile(team.team_scratch(0),
-                       static_cast<std::size_t>(g.c_chunk) * R() * S() * g.tile_m);
+    // One scratch block: the halo tile, then (16-byte aligned) the weights.
+    const std::size_t in_elems = in_tile_elems(g);
+    const std::size_t w_elems = w_tile_elems(g, R(), S());
+    auto* block = static_cast<scalar*>(
+        team.team_scratch(0).get_shmem_aligned((in_elems + w_elems) * sizeof(scalar), 16));
+    const ScratchView in_tile(block, in_elems);
+    const ScratchView w_tile(block + in_elems, w_elems);
 
     const int logical = g.logical_threads();
     const int C = static_cast<int>(pb.C);
@@ -211,7 +239,13 @@ struct Conv2dTiledKernel {
         if (c0 > 0) team.team_barrier();  // all reads of the previous chunk are done
         stage(team, in_tile, w_tile, o, c0, cc);
         team.team_barrier();
-        if (t < logical) accumulate(acc, in_tile, w_tile, t, cc);
+        if (t < logical) {
+          if constexpr (vector_loads) {
+            accumulate_vec(acc, in_tile, w_tile, t, cc);
+          } else {
+            accumulate(acc, in_tile, w_tile, t, cc);
+          }
+        }
       }
       if (t < logical) store_device(acc, o, t);
     } else {
@@ -265,13 +299,13 @@ struct Conv2dTiledKernel {
   KOKKOS_INLINE_FUNCTION void stage_device(const member_type& team, const ScratchView& in_tile,
                                            const ScratchView& w_tile, const TileOrigin& o, int c0,
                                            int cc) const {
-    const int in_plane = g.in_h * g.in_w;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, cc * in_plane), [&](const int i) {
+    const int in_plane = g.in_plane(), in_hw = g.in_h * g.in_w;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, cc * in_hw), [&](const int i) {
       int c, ih, iw;
       if constexpr (L == Layout::NCHW) {
         iw = i % g.in_w;
         ih = (i / g.in_w) % g.in_h;
-        c = i / in_plane;
+        c = i / in_hw;
       } else {
         c = i % cc;
         iw = (i / cc) % g.in_w;
@@ -279,7 +313,8 @@ struct Conv2dTiledKernel {
       }
       const std::int64_t h = o.h0 + ih, wc = o.w0 + iw;
       const bool inside = h >= 0 && h < pb.H && wc >= 0 && wc < pb.W;
-      in_tile(c * in_plane + ih * g.in_w + iw) = inside ? at<L>(x, o.n, c0 + c, h, wc) : scalar(0);
+      in_tile(c * in_plane + ih * g.in_pitch + iw) =
+          inside ? at<L>(x, o.n, c0 + c, h, wc) : scalar(0);
     });
     // Weights, stored [c][r][s][m] so a thread's BM channels are adjacent.
     const int taps = R() * S();
@@ -296,7 +331,7 @@ struct Conv2dTiledKernel {
   /// in-image part of each staged row is a contiguous copy for NCHW.
   KOKKOS_INLINE_FUNCTION void stage_host(const ScratchView& in_tile, const ScratchView& w_tile,
                                          const TileOrigin& o, int c0, int cc) const {
-    const int in_plane = g.in_h * g.in_w;
+    const int in_plane = g.in_plane();
     // Columns of the halo row that fall inside the image: [iw_lo, iw_hi).
     const int iw_lo = static_cast<int>(o.w0 < 0 ? -o.w0 : 0);
     const int iw_hi = static_cast<int>(o.w0 + g.in_w > pb.W ? pb.W - o.w0 : g.in_w);
@@ -304,7 +339,7 @@ struct Conv2dTiledKernel {
       const std::int64_t h = o.h0 + ih;
       const bool row_inside = h >= 0 && h < pb.H;
       for (int c = 0; c < cc; ++c) {
-        scalar* dst = in_tile.data() + c * in_plane + ih * g.in_w;
+        scalar* dst = in_tile.data() + c * in_plane + ih * g.in_pitch;
         if (!row_inside || iw_lo >= iw_hi) {
           for (int iw = 0; iw < g.in_w; ++iw)
             dst[iw] = scalar(0);
@@ -340,9 +375,9 @@ struct Conv2dTiledKernel {
     const int tp = (t / g.threads_q) % g.threads_p;
     const int tmi = t / (g.threads_q * g.threads_p);
     const int r_extent = R(), s_extent = S();
-    const int in_plane = g.in_h * g.in_w;
+    const int in_plane = g.in_plane(), pitch = g.in_pitch;
     const int sh = stride_h(), sw = stride_w(), dh = dil_h(), dw = dil_w();
-    const scalar* in_base = in_tile.data() + (tp * BH * sh) * g.in_w + tq * BW * sw;
+    const scalar* in_base = in_tile.data() + (tp * BH * sh) * pitch + tq * BW * sw;
     const scalar* w_base = w_tile.data() + tmi * BM;
     for (int c = 0; c < cc; ++c) {
       const scalar* in_c = in_base + c * in_plane;
@@ -354,7 +389,7 @@ struct Conv2dTiledKernel {
           const scalar* w_rs = w_c + (r * s_extent + s) * g.tile_m;
           KCNN_DEVICE_UNROLL
           for (int bh = 0; bh < BH; ++bh) {
-            const scalar* row = in_c + (bh * sh + r * dh) * g.in_w + s * dw;
+            const scalar* row = in_c + (bh * sh + r * dh) * pitch + s * dw;
             KCNN_DEVICE_UNROLL
             for (int bm = 0; bm < BM; ++bm) {
               const scalar wv = w_rs[bm];
@@ -366,6 +401,73 @@ struct Conv2dTiledKernel {
                 acc[bm][bh][bw] += row[bw * sw] * wv;
             }
           }
+        }
+      }
+    }
+  }
+
+  /// Whether the GPU kernel reads staged inputs and weights with 16-byte vector loads
+  /// (accumulate_vec): float, unit stride and dilation, compile-time filter, BW and BM
+  /// multiples of 4. A warp's lanes then read consecutive 16-byte words of a scratch row
+  /// (no bank conflicts, where 4-float steps between lanes' scalar loads give 2- to
+  /// 4-way conflicts), and one load brings 4 values instead of 1.
+  static constexpr bool vector_loads = !on_host && Unit && KR > 0 && KS > 0 &&
+                                       std::is_same_v<scalar, float>&& BW % 4 == 0 && BM % 4 == 0;
+
+  struct alignas(16) Vec4 {
+    scalar v[4];
+  };
+
+  /// accumulate() for the vector_loads case: per filter row, each micro-tile row's
+  /// BW + KS - 1 input columns come into registers with (BW + KS + 2) / 4 vector loads
+  /// (the halo row's pitch is a multiple of 4, so the over-read stays inside the row),
+  /// and each tap's BM weights with BM / 4.
+  KOKKOS_FORCEINLINE_FUNCTION void accumulate_vec(scalar (&acc)[BM][BH][BW],
+                                                  const ScratchView& in_tile,
+                                                  const ScratchView& w_tile, int t, int cc) const {
+    constexpr int kWindow = BW + KS - 1;
+    constexpr int kVecs = (kWindow + 3) / 4;
+    const int tq = t % g.threads_q;
+    const int tp = (t / g.threads_q) % g.threads_p;
+    const int tmi = t / (g.threads_q * g.threads_p);
+    const int pitch = g.in_pitch, in_plane = g.in_plane(), w_chunk = KR * KS * g.tile_m;
+    const scalar* in_base = in_tile.data() + tp * BH * pitch + tq * BW;
+    const scalar* w_base = w_tile.data() + tmi * BM;
+    for (int c = 0; c < cc; ++c) {
+      const scalar* in_c = in_base + c * in_plane;
+      const scalar* w_c = w_base + c * w_chunk;
+      KCNN_DEVICE_UNROLL
+      for (int r = 0; r < KR; ++r) {
+        scalar window[BH][kVecs * 4];
+        KCNN_DEVICE_UNROLL
+        for (int bh = 0; bh < BH; ++bh) {
+          const Vec4* row = reinterpret_cast<const Vec4*>(in_c + (bh + r) * pitch);
+          KCNN_DEVICE_UNROLL
+          for (int v = 0; v < kVecs; ++v) {
+            const Vec4 f = row[v];
+            KCNN_DEVICE_UNROLL
+            for (int e = 0; e < 4; ++e)
+              window[bh][4 * v + e] = f.v[e];
+          }
+        }
+        KCNN_DEVICE_UNROLL
+        for (int s = 0; s < KS; ++s) {
+          scalar wv[BM];
+          const Vec4* w_rs = reinterpret_cast<const Vec4*>(w_c + (r * KS + s) * g.tile_m);
+          KCNN_DEVICE_UNROLL
+          for (int v = 0; v < BM / 4; ++v) {
+            const Vec4 f = w_rs[v];
+            KCNN_DEVICE_UNROLL
+            for (int e = 0; e < 4; ++e)
+              wv[4 * v + e] = f.v[e];
+          }
+          KCNN_DEVICE_UNROLL
+          for (int bh = 0; bh < BH; ++bh)
+            KCNN_DEVICE_UNROLL
+          for (int bm = 0; bm < BM; ++bm)
+            KCNN_DEVICE_UNROLL
+          for (int bw = 0; bw < BW; ++bw)
+            acc[bm][bh][bw] += window[bh][bw + s] * wv[bm];
         }
       }
     }
@@ -452,17 +554,18 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
   using Scalar = typename Kernel::scalar;
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
   constexpr bool on_host = std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
-  // Leave room for the allocator's alignment padding between the two scratch Views.
+  // Leave room for the block's alignment and the halo tile's rounding to 16 bytes.
   const std::size_t budget = static_cast<std::size_t>(Policy::scratch_size_max(0)) - 256;
   const TiledGeometry g = make_tiled_geometry<Micro, Scalar>(pb, on_host, budget);
 
   const std::int64_t league = g.league_size(pb.N);
   throw_if(league > std::int64_t(0x7fffffff), "kcnn::conv2d_forward", "ConvAlgo::Tiled: ", league,
            " tiles exceed the launch limit; split the batch");
-  const std::size_t in_elems = static_cast<std::size_t>(g.c_chunk) * g.in_h * g.in_w;
-  const std::size_t w_elems = static_cast<std::size_t>(g.c_chunk) * pb.R * pb.S * g.tile_m;
+  // One 16-byte aligned block (get_shmem_aligned may skip up to 15 bytes).
   const std::size_t scratch =
-      Kernel::ScratchView::shmem_size(in_elems) + Kernel::ScratchView::shmem_size(w_elems);
+      sizeof(Scalar) * (Kernel::in_tile_elems(g) +
+                        Kernel::w_tile_elems(g, static_cast<int>(pb.R), static_cast<int>(pb.S))) +
+      16;
   throw_if(scratch > static_cast<std::size_t>(Policy::scratch_size_max(0)), "kcnn::conv2d_forward",
            "ConvAlgo::Tiled: a ", pb.R, "x", pb.S, " filter with dilation ", pb.dilation_h, "x",
            pb.dilation_w, " and stride ", pb.stride_h, "x", pb.stride_w,
