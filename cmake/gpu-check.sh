@@ -6,6 +6,10 @@
 #   cmake/gpu-check.sh [carry=.carry] [logs=${OUT:-gpu-logs}] [what=tests,memcheck,bench,anchor]
 # Runs the CUDA unit tests, compute-sanitizer memcheck on them, kcnn_perf (JSON too)
 # and the cuDNN anchor; writes each log under the logs folder and prints a summary.
+# Other steps: quickstart; resusage (registers, stack, spills of kcnn_perf's kernels, from
+# cuobjdump, with the stack frames of kcnn's kernels in the summary); sass (SASS of
+# all of kcnn_perf, gzipped, into sass_kcnn_perf.txt.gz).
+# Environment: KCNN_MEMCHECK_FILTER (gtest filter for memcheck), KCNN_PERF_ARGS.
 set -uo pipefail
 carry=${1:-.carry}
 logs=${2:-${OUT:-gpu-logs}}
@@ -32,6 +36,15 @@ fi
 if has quickstart; then
   "$carry/bin/kcnn_quickstart" 10000 >"$logs/quickstart.log" 2>&1
   note "quickstart: exit $? | $(tail -n 1 "$logs/quickstart.log")"
+fi
+if has resusage; then
+  cuobjdump -res-usage "$carry/bin/kcnn_perf" >"$logs/resusage.txt" 2>&1
+  note "resusage: exit $? | kcnn kernels with a stack frame: $(grep -A1 'Function.*kcnn' \
+    "$logs/resusage.txt" | grep -c 'STACK:[1-9]')"
+fi
+if has sass; then
+  cuobjdump -sass "$carry/bin/kcnn_perf" 2>&1 | gzip >"$logs/sass_kcnn_perf.txt.gz"
+  note "sass: exit ${PIPESTATUS[0]}"
 fi
 if has bench; then
   "$carry/bin/kcnn_perf" --benchmark_out="$logs/kcnn_perf.json" --benchmark_out_format=json \

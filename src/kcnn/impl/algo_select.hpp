@@ -90,10 +90,20 @@ inline std::int64_t reduction_length(const Conv2dProblem& pb) {
 /// The reduction below which a direct (tiled) convolution beats a GEMM formulation:
 /// with C*R*S this short a GEMM's K dimension is a few tiles deep at most, while a
 /// direct kernel reuses every staged input pixel R*S times. LeNet's C1 (49) and C3
-/// (196) fall below it, ResNet's 3x3 layers (576 and up) above. Initial guesses, to be
-/// replaced by measurements (perf_tests/RESULTS.md) as the algorithms land.
+/// (196) fall below it, ResNet's 3x3 layers (576 and up) above. Measured (RESULTS.md,
+/// 2026-11-22): on the H100 Tiled wins every LeNet layer, Im2colGemm every 3x3 ResNet
+/// layer; on the CPU Tiled wins LeNet C1 and C3 at unit stride by about 2x.
 inline constexpr std::int64_t kShortReductionDevice = 256;
-inline constexpr std::int64_t kShortReductionHost = 128;
+inline constexpr std::int64_t kShortReductionHost = 256;
+/// Host, strided or dilated: Tiled's innermost loop then gathers every stride-th staged
+/// column instead of a contiguous SIMD load, and loses to Im2colGemm unless the
+/// reduction is tiny (CPU, batch 1,000: stride-2 LeNet C1, C*R*S = 49, Tiled 94 ms vs
+/// Im2colGemm 129 ms; stride-2 C3, 196, Tiled 433 ms vs 117 ms).
+inline constexpr std::int64_t kTinyReductionHostStrided = 64;
+
+inline bool unit_stride_and_dilation(const Conv2dProblem& pb) {
+  return pb.stride_h == 1 && pb.stride_w == 1 && pb.dilation_h == 1 && pb.dilation_w == 1;
+}
 
 /// The Auto heuristic's rules, most specific first. The last rule applies always.
 inline const auto& conv2d_algo_rules() {
@@ -119,7 +129,13 @@ inline const auto& conv2d_algo_rules() {
        {A::ImplicitGemm, A::Im2colGemm, A::Tiled, A::Reference}},
       {"host_short_reduction",
        [](const Conv2dProblem& pb, Target t) {
-         return t == Target::Host && reduction_length(pb) <= kShortReductionHost;
+         return t == Target::Host && reduction_length(pb) <= kShortReductionHost &&
+                unit_stride_and_dilation(pb);
+       },
+       {A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
+      {"host_strided_tiny_reduction",
+       [](const Conv2dProblem& pb, Target t) {
+         return t == Target::Host && reduction_length(pb) <= kTinyReductionHostStrided;
        },
        {A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
       // Long reductions on a CPU: unroll and call the BLAS sgemm (OpenBLAS/MKL).
