@@ -69,7 +69,7 @@ struct TiledGeometry {
   int tile_m = 1, tile_p = 1, tile_q = 1;           ///< outputs per team
   int tiles_m = 1, tiles_p = 1, tiles_q = 1;        ///< tiles per image
   int in_h = 1, in_w = 1;                           ///< staged halo tile
-  int in_pitch = 1;   ///< scratch row stride: in_w, rounded up to 4 floats on GPUs
+  int in_pitch = 1;   ///< scratch row stride: in_w, padded to 4 floats for vector loads
   int c_chunk = 1;    ///< input channels per stage
   int team_size = 1;  ///< hardware threads per team
   KOKKOS_INLINE_FUNCTION int logical_threads() const { return threads_m * threads_p * threads_q; }
@@ -99,8 +99,8 @@ inline int balanced_threads(int need, int cap) {
 
 /// Chooses the team geometry for micro-tile `Micro` within `scratch_bytes` of scratch.
 template <class Micro, class Scalar>
-TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host,
-                                  std::size_t scratch_bytes) {
+TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host, std::size_t scratch_bytes,
+                                  bool pad_rows) {
   TiledGeometry g;
   const int need_m = ceil_div(pb.M, Micro::BM);
   const int need_p = ceil_div(pb.P, Micro::BH);
@@ -113,11 +113,32 @@ TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host,
     g.threads_m = balanced_threads(need_m, std::max(1, 32 / Micro::BM));
     g.team_size = 1;
   } else {
-    // CUDA: at most 256 threads per team, columns fastest (coalesced stores), up to 4
-    // channel groups sharing one staged input tile.
+    // CUDA: columns fastest (coalesced stores), at most 256 threads per team and up to
+    // 4 channel groups sharing one staged input tile. The rows and channel groups are
+    // chosen to waste the fewest lanes: a team's threads round up to whole warps, and
+    // tiles that stick out of the output compute nothing. LeNet C3 (34x34 outputs, 9
+    // column threads): 17 rows x 1 group = 153 threads in 5 warps, 90% of the lanes
+    // useful, where 9 rows x 2 groups (162 threads, 6 warps, two row tiles of 18) had
+    // 75%. LeNet C1 (80x80, 20 column threads): 8 rows = 160 threads, 100%.
     g.threads_q = balanced_threads(need_q, 32);
-    g.threads_m = balanced_threads(need_m, 4);
-    g.threads_p = balanced_threads(need_p, std::max(1, 256 / (g.threads_q * g.threads_m)));
+    double best = -1.0;
+    for (int tm = 1; tm <= std::min(need_m, 4); ++tm) {
+      for (int tp = 1; tp <= need_p; ++tp) {
+        const int threads = g.threads_q * tp * tm;
+        if (threads > 256) break;
+        const std::int64_t warps = (threads + 31) / 32;
+        const std::int64_t tiles = std::int64_t(ceil_div(need_m, tm)) * ceil_div(need_p, tp);
+        const double useful = double(pb.P) * double(pb.M);  // per column tile: same for all
+        const double lanes = double(tiles) * double(warps * 32) * Micro::BM * Micro::BH;
+        // Small teams restage the halo more often: prefer >= 4 warps when they exist.
+        const double score = useful / lanes * (warps >= 4 ? 1.0 : 0.8);
+        if (score > best + 1e-9) {
+          best = score;
+          g.threads_p = tp;
+          g.threads_m = tm;
+        }
+      }
+    }
     g.team_size = g.logical_threads();
   }
   auto per_channel_bytes = [&] {
@@ -125,7 +146,7 @@ TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host,
         (std::int64_t(g.threads_p) * Micro::BH - 1) * pb.stride_h + (pb.R - 1) * pb.dilation_h + 1;
     const std::int64_t in_w =
         (std::int64_t(g.threads_q) * Micro::BW - 1) * pb.stride_w + (pb.S - 1) * pb.dilation_w + 1;
-    const std::int64_t pitch = on_host ? in_w : round_up(in_w, kScratchRowAlign);
+    const std::int64_t pitch = pad_rows ? round_up(in_w, kScratchRowAlign) : in_w;
     return static_cast<std::size_t>(sizeof(Scalar) *
                                     (in_h * pitch + pb.R * pb.S * g.threads_m * Micro::BM));
   };
@@ -145,7 +166,7 @@ TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host,
   g.tiles_q = ceil_div(pb.Q, g.tile_q);
   g.in_h = static_cast<int>((g.tile_p - 1) * pb.stride_h + (pb.R - 1) * pb.dilation_h + 1);
   g.in_w = static_cast<int>((g.tile_q - 1) * pb.stride_w + (pb.S - 1) * pb.dilation_w + 1);
-  g.in_pitch = on_host ? g.in_w : static_cast<int>(round_up(g.in_w, kScratchRowAlign));
+  g.in_pitch = pad_rows ? static_cast<int>(round_up(g.in_w, kScratchRowAlign)) : g.in_w;
   // As many input channels per stage as the scratch budget allows (at least one).
   const std::size_t per_channel = per_channel_bytes();
   g.c_chunk = static_cast<int>(
@@ -505,26 +526,89 @@ struct Conv2dTiledKernel {
     }
   }
 
+  struct alignas(8) Vec2 {
+    scalar v[2];
+  };
+
+  /// Stores `Count` outputs that are consecutive in y, starting at dst: with 16- or
+  /// 8-byte stores when all are in range and dst is aligned (float only), else one by
+  /// one up to `valid`. A warp's lanes then write whole 32-byte sectors instead of
+  /// every 4th float of them.
+  template <int Count>
+  KOKKOS_FORCEINLINE_FUNCTION static void store_run(scalar* dst, const scalar (&out)[Count],
+                                                    int valid, bool contiguous) {
+    if constexpr (std::is_same_v<scalar, float> && Count % 2 == 0) {
+      if (contiguous && valid >= Count) {
+        const auto addr = reinterpret_cast<std::uintptr_t>(dst);
+        if constexpr (Count % 4 == 0) {
+          if (addr % 16 == 0) {
+            KCNN_DEVICE_UNROLL
+            for (int v = 0; v < Count / 4; ++v)
+              reinterpret_cast<Vec4*>(dst)[v] =
+                  Vec4{{out[4 * v], out[4 * v + 1], out[4 * v + 2], out[4 * v + 3]}};
+            return;
+          }
+        }
+        if (addr % 8 == 0) {
+          KCNN_DEVICE_UNROLL
+          for (int v = 0; v < Count / 2; ++v)
+            reinterpret_cast<Vec2*>(dst)[v] = Vec2{{out[2 * v], out[2 * v + 1]}};
+          return;
+        }
+      }
+    }
+    (void)contiguous;
+    KCNN_DEVICE_UNROLL
+    for (int i = 0; i < Count; ++i)
+      if (i < valid) dst[i] = out[i];
+  }
+
   /// GPU store: every loop has a compile-time trip count and indexes the micro-tile
   /// with constants only, so the accumulators stay in registers (a loop with an early
-  /// exit or a pointer to a row of them sends the whole array to local memory).
+  /// exit or a pointer to a row of them sends the whole array to local memory). NCHW
+  /// stores runs of BW columns, NHWC runs of BM channels (store_run); `contiguous`: y's
+  /// last index has stride 1 (LayoutRight), so such a run is consecutive in memory.
   KOKKOS_FORCEINLINE_FUNCTION void store_device(const scalar (&acc)[BM][BH][BW],
                                                 const TileOrigin& o, int t) const {
     int m_first, p_first, q_first;
     micro_origin(o, t, m_first, p_first, q_first);
-    KCNN_DEVICE_UNROLL
-    for (int bm = 0; bm < BM; ++bm) {
-      const int m = m_first + bm;
-      const bool m_ok = m < pb.M;
-      const scalar b = m_ok && pb.has_bias ? scalar(bias(m)) : scalar(0);
+    const bool contiguous = y.stride(3) == 1;
+    if constexpr (L == Layout::NCHW) {
+      const int q_valid = static_cast<int>(pb.Q - q_first);
+      KCNN_DEVICE_UNROLL
+      for (int bm = 0; bm < BM; ++bm) {
+        const int m = m_first + bm;
+        const bool m_ok = m < pb.M;
+        const scalar b = m_ok && pb.has_bias ? scalar(bias(m)) : scalar(0);
+        KCNN_DEVICE_UNROLL
+        for (int bh = 0; bh < BH; ++bh) {
+          const int p = p_first + bh;
+          scalar out[BW];
+          KCNN_DEVICE_UNROLL
+          for (int bw = 0; bw < BW; ++bw)
+            out[bw] = apply_activation(pb.activation, acc[bm][bh][bw] + b);
+          if (m_ok && p < pb.P && q_valid > 0)
+            store_run<BW>(&at<L>(y, o.n, m, p, q_first), out, q_valid, contiguous);
+        }
+      }
+    } else {
+      const int m_valid = static_cast<int>(pb.M - m_first);
+      scalar b[BM];
+      KCNN_DEVICE_UNROLL
+      for (int bm = 0; bm < BM; ++bm)
+        b[bm] = bm < m_valid && pb.has_bias ? scalar(bias(m_first + bm)) : scalar(0);
       KCNN_DEVICE_UNROLL
       for (int bh = 0; bh < BH; ++bh) {
         const int p = p_first + bh;
         KCNN_DEVICE_UNROLL
         for (int bw = 0; bw < BW; ++bw) {
           const int q = q_first + bw;
-          if (m_ok && p < pb.P && q < pb.Q)
-            at<L>(y, o.n, m, p, q) = apply_activation(pb.activation, acc[bm][bh][bw] + b);
+          scalar out[BM];
+          KCNN_DEVICE_UNROLL
+          for (int bm = 0; bm < BM; ++bm)
+            out[bm] = apply_activation(pb.activation, acc[bm][bh][bw] + b[bm]);
+          if (p < pb.P && q < pb.Q && m_valid > 0)
+            store_run<BM>(&at<L>(y, o.n, m_first, p, q), out, m_valid, contiguous);
         }
       }
     }
@@ -556,7 +640,10 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
   constexpr bool on_host = std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
   // Leave room for the block's alignment and the halo tile's rounding to 16 bytes.
   const std::size_t budget = static_cast<std::size_t>(Policy::scratch_size_max(0)) - 256;
-  const TiledGeometry g = make_tiled_geometry<Micro, Scalar>(pb, on_host, budget);
+  // Rows padded to 16 bytes only for the vector loads: the scalar strided path reads
+  // with fewer bank conflicts from unpadded (often odd) row pitches.
+  const TiledGeometry g =
+      make_tiled_geometry<Micro, Scalar>(pb, on_host, budget, Kernel::vector_loads);
 
   const std::int64_t league = g.league_size(pb.N);
   throw_if(league > std::int64_t(0x7fffffff), "kcnn::conv2d_forward", "ConvAlgo::Tiled: ", league,
