@@ -70,23 +70,27 @@ constexpr bool conv2d_fuses_pool(ConvAlgo algo) {
 }
 
 /// Fused pooling for algorithms without a fused kernel: the convolution (bias,
-/// activation) into a temporary of the unpooled extents in the execution space's memory,
-/// then the pooling kernel from it into y. Fences `space` before returning, because the
-/// temporary is released on return and must outlive the kernels that use it.
+/// activation) into a temporary of the unpooled extents, then the pooling kernel from it
+/// into y. The temporary is the instance's cached unpooled-output buffer (see
+/// workspace.hpp): no allocation and no fence per call, and calls on one instance are
+/// stream-ordered, so the next call's convolution cannot overwrite it before this
+/// call's pooling has read it.
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 void conv2d_two_pass_pool(const ExecSpace& space, ConvAlgo algo, const XView& x, const WView& w,
                           const BView& bias, const YView& y, const Conv2dProblem& pb) {
   using T = view_scalar_t<YView>;
-  using Temp = Kokkos::View<T****, Kokkos::LayoutRight, typename ExecSpace::memory_space>;
+  using Temp = Kokkos::View<T****, Kokkos::LayoutRight, typename ExecSpace::memory_space,
+                            Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using NoBias = Kokkos::View<const T*, typename ExecSpace::memory_space>;
   const bool nhwc = pb.layout == Layout::NHWC;
-  Temp unpooled(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kcnn::conv2d_forward::unpooled"),
-                pb.N, nhwc ? pb.P : pb.M, nhwc ? pb.Q : pb.P, nhwc ? pb.M : pb.Q);
+  auto lease = WorkspaceCache<ExecSpace, ScratchForUnpooledOutput>::acquire(
+      space, static_cast<std::size_t>(pb.output_size()) * sizeof(T));
+  const Temp unpooled(reinterpret_cast<T*>(lease.data()), pb.N, nhwc ? pb.P : pb.M,
+                      nhwc ? pb.Q : pb.P, nhwc ? pb.M : pb.Q);
   conv2d_dispatch(space, algo, x, w, bias, as_kernel_view<ExecSpace, true>(unpooled),
                   pb.unpooled());
   pool2d_launch(space, as_kernel_view<ExecSpace, false>(unpooled),
                 as_kernel_view<ExecSpace, false>(NoBias()), y, pb.pooling());
-  space.fence();
 }
 
 }  // namespace Impl
@@ -94,9 +98,9 @@ void conv2d_two_pass_pool(const ExecSpace& space, ConvAlgo algo, const XView& x,
 /// \brief 2-D convolution forward: y = activation(conv(x, w) + bias), and with
 ///        params.pool set y = pool.activation(pool(activation(conv(x, w) + bias))).
 ///
-/// Asynchronous on `space`, like any Kokkos kernel: it does not fence (except the
-/// two-pass pooled path, see below). All checks happen
-/// before anything is written; on invalid input it throws kcnn::Error (a
+/// Asynchronous on `space`, like any Kokkos kernel: it does not fence (only growing a
+/// cached scratch buffer fences, see workspace.hpp). All checks happen before anything
+/// is written; on invalid input it throws kcnn::Error (a
 /// std::invalid_argument) naming the offending values and leaves y untouched.
 ///
 /// \tparam ExecSpace  Kokkos execution space the kernels run on
@@ -116,8 +120,9 @@ void conv2d_two_pass_pool(const ExecSpace& space, ConvAlgo algo, const XView& x,
 /// with P' = (P + 2*pool.pad_h - pool.window_h)/pool.stride_h + 1, Q' likewise (see
 /// pool2d_forward for the pooling's semantics); pool->layout must equal params.layout.
 /// Algorithms with a fused kernel never store the unpooled output; the others (currently
-/// all) compute it into a temporary in the execution space's memory, pool it into y, and
-/// fence `space` before releasing the temporary.
+/// all) compute it into the instance's cached unpooled-output buffer in the execution
+/// space's memory (kept for the next call; kcnn::release_workspaces() frees it) and pool
+/// it into y.
 ///
 /// ConvAlgo::Im2colGemm unrolls the input chunk by chunk into cached scratch memory
 /// within a budget (Conv2dParams::workspace_limit_bytes, else kcnn::workspace_limit();

@@ -14,6 +14,11 @@
 /// instances use different buffers. A call holds its instance's buffer (a mutex) while
 /// it enqueues work, so host threads sharing one instance take turns. Growing a buffer
 /// fences that instance. Kokkos::finalize frees every buffer.
+///
+/// A convolution with a fused pooling (Conv2dParams::pool) whose algorithm has no fused
+/// kernel keeps the unpooled output in a second cached buffer per instance, of the
+/// unpooled output's size; it is not bound by the budget (it replaces a per-call
+/// allocation of the same size) and release_workspaces() frees it too.
 #pragma once
 
 #include <cstddef>

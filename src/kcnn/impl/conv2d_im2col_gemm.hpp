@@ -143,18 +143,6 @@ void dispatch_activation(Activation a, F&& f) {
   }
 }
 
-/// Whether a View's elements are stored row-major in its index order (LayoutRight, or
-/// any layout where that holds, e.g. extents of 1).
-template <class View>
-bool is_row_major(const View& v) {
-  std::int64_t expect = 1;
-  for (int i = static_cast<int>(View::rank) - 1; i >= 0; --i) {
-    if (v.extent(i) > 1 && static_cast<std::int64_t>(v.stride(i)) != expect) return false;
-    expect *= static_cast<std::int64_t>(v.extent(i));
-  }
-  return true;
-}
-
 // ---------------------------------------------------------------------------------
 // Plan: formulation and chunk size
 // ---------------------------------------------------------------------------------

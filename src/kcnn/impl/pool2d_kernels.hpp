@@ -76,15 +76,14 @@ struct Divmod64 {
 
 /// Device kernel: thread `idx` computes the idx-th element of y in memory order, so a
 /// warp stores consecutive addresses. `I` is the index type: int when every element
-/// count fits (with FastDivmod32), else int64. LayoutRight Views (the common case) are
-/// addressed through raw pointers with offsets in `I`; other layouts through the View.
+/// count fits (with FastDivmod32), else int64. Row-major x and y (the common case; the
+/// kernel Views are LayoutStride, so this is a run-time property) are addressed through
+/// raw pointers with offsets in `I`, without the View's four 64-bit stride products per
+/// access; other layouts through the View.
 template <PoolMode Mode, Layout L, class I, class XView, class BView, class YView>
 struct Pool2dFlatKernel {
   using T = view_scalar_t<YView>;
   using Divmod = std::conditional_t<std::is_same_v<I, int>, FastDivmod32, Divmod64>;
-  static constexpr bool kRawPointers =
-      std::is_same_v<typename XView::array_layout, Kokkos::LayoutRight> &&
-      std::is_same_v<typename YView::array_layout, Kokkos::LayoutRight>;
 
   XView x;
   BView bias;
@@ -92,6 +91,7 @@ struct Pool2dFlatKernel {
   Pool2dParams g;
   I C, H, W, P, Q;
   bool has_bias;
+  bool raw_pointers;  ///< x and y are row-major
   Divmod by_C, by_P, by_Q;
 
   Pool2dFlatKernel(const XView& x_, const BView& bias_, const YView& y_, const Pool2dProblem& pb)
@@ -105,6 +105,7 @@ struct Pool2dFlatKernel {
         P(static_cast<I>(pb.P)),
         Q(static_cast<I>(pb.Q)),
         has_bias(pb.has_bias),
+        raw_pointers(is_row_major(x_) && is_row_major(y_)),
         by_C(pb.C),
         by_P(pb.P),
         by_Q(pb.Q) {}
@@ -122,7 +123,7 @@ struct Pool2dFlatKernel {
     }
     const PoolWindow<I> win = pool_window(g, H, W, p, q);
     T v;
-    if constexpr (kRawPointers) {
+    if (raw_pointers) {
       const auto* xp = x.data();
       if constexpr (L == Layout::NCHW) {
         const I plane = (n * C + c) * H;
@@ -137,7 +138,7 @@ struct Pool2dFlatKernel {
     }
     const T out =
         has_bias ? pool_output(g.activation, v, T(bias(c))) : pool_output(g.activation, v);
-    if constexpr (kRawPointers) {
+    if (raw_pointers) {
       y.data()[idx] = out;
     } else {
       at<L>(y, n, c, p, q) = out;

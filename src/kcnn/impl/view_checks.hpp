@@ -120,6 +120,18 @@ using kernel_output4_t = kernel_view_t<ExecSpace, T****>;
 template <class ExecSpace, class T>
 using kernel_input1_t = kernel_view_t<ExecSpace, const T*>;
 
+/// Whether a View's elements are stored row-major in its index order (LayoutRight, or
+/// any layout where that holds, e.g. extents of 1).
+template <class View>
+bool is_row_major(const View& v) {
+  std::int64_t expect = 1;
+  for (int i = static_cast<int>(View::rank) - 1; i >= 0; --i) {
+    if (v.extent(i) > 1 && static_cast<std::int64_t>(v.stride(i)) != expect) return false;
+    expect *= static_cast<std::int64_t>(v.extent(i));
+  }
+  return true;
+}
+
 /// A tensor argument as its kernel View: rank 4 or 1, const elements for inputs.
 template <class ExecSpace, bool Writable, class View>
 auto as_kernel_view(const View& v) {

@@ -96,7 +96,13 @@ std::uintptr_t instance_key(const ExecSpace& space) {
   }
 }
 
-template <class ExecSpace>
+/// Purpose tags of the caches: each purpose has its own buffer per instance, so that an
+/// operation holding one (the unpooled output of a two-pass fused convolution) can run
+/// an algorithm that takes the other (Im2colGemm's unrolled matrix).
+struct ScratchForAlgorithms {};
+struct ScratchForUnpooledOutput {};
+
+template <class ExecSpace, class Purpose = ScratchForAlgorithms>
 class WorkspaceCache {
  public:
   using memory_space = typename ExecSpace::memory_space;
