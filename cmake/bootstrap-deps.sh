@@ -57,7 +57,7 @@ fi
 # 1. Debian packages
 # ---------------------------------------------------------------------------
 packages=(cmake ninja-build g++ make patch xz-utils dpkg-dev libgtest-dev libbenchmark-dev
-  libopenblas-dev libdnnl-dev dataset-fashion-mnist python3-matplotlib)
+  libopenblas-dev libdnnl-dev dataset-fashion-mnist python3-matplotlib zlib1g-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

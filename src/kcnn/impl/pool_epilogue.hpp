@@ -40,7 +40,10 @@ struct PoolReduce;
 template <class T>
 struct PoolReduce<PoolMode::Max, T> {
   KOKKOS_FORCEINLINE_FUNCTION static T init() { return -Kokkos::Experimental::infinity<T>::value; }
-  KOKKOS_FORCEINLINE_FUNCTION static T add(T acc, T v) { return (v > acc || v != v) ? v : acc; }
+  /// Whether v replaces the running maximum acc: the first of equal maxima stays (so
+  /// pool2d_backward routes the gradient to it), a NaN always replaces.
+  KOKKOS_FORCEINLINE_FUNCTION static bool takes(T acc, T v) { return v > acc || v != v; }
+  KOKKOS_FORCEINLINE_FUNCTION static T add(T acc, T v) { return takes(acc, v) ? v : acc; }
   /// `divisor` is the Average's; Max ignores it.
   KOKKOS_FORCEINLINE_FUNCTION static T finish(T acc, int /*divisor*/) { return acc; }
 };

@@ -158,25 +158,27 @@ inline void check_pool_params(const char* op, const char* what, const Pool2dPara
 }
 
 /// Throws unless y has the (N, channels, P, Q) extents in `layout`'s order. `note`
-/// ends the message (e.g. how pooled extents came about).
+/// ends the message (e.g. how pooled extents came about); `y_name` names the tensor
+/// (the backward operations check "dy" and "dx" with it).
 template <class YView>
 void check_output_extents(const char* op, const YView& y, Layout layout, const char* channel_name,
                           std::int64_t N, std::int64_t C, std::int64_t P, std::int64_t Q,
-                          const std::string& note = "") {
+                          const std::string& note = "", const char* y_name = "y") {
   std::int64_t yn = 0, yc = 0, yp = 0, yq = 0;
   activation_extents(y, layout, yn, yc, yp, yq);
-  throw_if(yn != N || yc != C || yp != P || yq != Q, op, "wrong y extents ", extents_string(y),
-           ": expected ", to_string(layout), " (N, ", channel_name, ", P, Q) = (", N, ", ", C, ", ",
-           P, ", ", Q, ")",
+  throw_if(yn != N || yc != C || yp != P || yq != Q, op, "wrong ", y_name, " extents ",
+           extents_string(y), ": expected ", to_string(layout), " (N, ", channel_name,
+           ", P, Q) = (", N, ", ", C, ", ", P, ", ", Q, ")",
            layout == Layout::NHWC ? msg(" in the order (N, P, Q, ", channel_name, ")") : "", note);
 }
 
-/// Reads and validates a pooling's arguments; throws kcnn::Error naming the offending
-/// values, and returns the problem with every derived extent. C = 0 or N = 0 is a valid
-/// empty problem.
-template <class XView, class BView, class YView>
-Pool2dProblem make_pool2d_problem(const char* op, const XView& x, const BView& bias, const YView& y,
-                                  const Pool2dParams& p) {
+/// The geometry of a pooling of x (forward input) with output extents checked on `y`
+/// (named `y_name`): parameters, extents and the contiguity of x and y. No bias, no
+/// aliasing checks (the callers' outputs differ). Shared by pool2d_forward and
+/// pool2d_backward.
+template <class XView, class YView>
+Pool2dProblem make_pool2d_geometry(const char* op, const XView& x, const YView& y,
+                                   const Pool2dParams& p, const char* y_name) {
   check_pool_params(op, "", p);
 
   Pool2dProblem pb;
@@ -187,15 +189,25 @@ Pool2dProblem make_pool2d_problem(const char* op, const XView& x, const BView& b
   throw_if(pb.P < 1 || pb.Q < 1, op, "empty output: the ", p.window_h, "x", p.window_w,
            " window is larger than the padded ", pb.H, "x", pb.W, " input (padding ", p.pad_h, "x",
            p.pad_w, ")");
-  check_output_extents(op, y, p.layout, "C", pb.N, pb.C, pb.P, pb.Q);
+  check_output_extents(op, y, p.layout, "C", pb.N, pb.C, pb.P, pb.Q, "", y_name);
+  check_contiguous(op, "x", x);
+  check_contiguous(op, y_name, y);
+  return pb;
+}
+
+/// Reads and validates a pooling's arguments; throws kcnn::Error naming the offending
+/// values, and returns the problem with every derived extent. C = 0 or N = 0 is a valid
+/// empty problem.
+template <class XView, class BView, class YView>
+Pool2dProblem make_pool2d_problem(const char* op, const XView& x, const BView& bias, const YView& y,
+                                  const Pool2dParams& p) {
+  Pool2dProblem pb = make_pool2d_geometry(op, x, y, p, "y");
 
   const auto bias_extent = static_cast<std::int64_t>(bias.extent(0));
   throw_if(bias_extent != 0 && bias_extent != pb.C, op, "bias has extent ", bias_extent,
            "; expected 0 (no bias) or C=", pb.C);
   pb.has_bias = bias_extent != 0;
 
-  check_contiguous(op, "x", x);
-  check_contiguous(op, "y", y);
   check_no_overlap(op, "y", y, "x", x);
   check_no_overlap(op, "y", y, "bias", bias);
   return pb;
@@ -236,11 +248,23 @@ Conv2dProblem make_unroll_problem(const char* op, const XView& x, std::int64_t k
   return pb;
 }
 
-/// Reads and validates a convolution's arguments; throws kcnn::Error naming the
-/// offending values, and returns the problem with every derived extent.
-template <class XView, class WView, class BView, class YView>
-Conv2dProblem make_conv2d_problem(const char* op, const XView& x, const WView& w, const BView& bias,
-                                  const YView& y, const Conv2dParams& p) {
+/// What a convolution's tensors are called in messages: conv2d_forward's x, w, bias,
+/// y, or the backward operations' dx, dw, dbias, dy.
+struct ConvTensorNames {
+  const char* x = "x";
+  const char* w = "w";
+  const char* bias = "bias";
+  const char* y = "y";
+};
+
+/// The one validation of a convolution's geometry, shared by conv2d_forward and the
+/// backward operations: parameters (and the fused pool's), the extents of the
+/// x-shaped, w-shaped and y-shaped tensors and of the bias (`bias_extent`: 0 or M),
+/// and their contiguity. Aliasing is checked by the callers (their outputs differ).
+template <class XView, class WView, class YView>
+Conv2dProblem make_conv2d_geometry(const char* op, const XView& x, const WView& w,
+                                   std::int64_t bias_extent, const YView& y, const Conv2dParams& p,
+                                   const ConvTensorNames& names = {}) {
   check_window_params(op, p);
   if (p.pool) {
     check_pool_params(op, "pool: ", *p.pool);
@@ -255,9 +279,11 @@ Conv2dProblem make_conv2d_problem(const char* op, const XView& x, const WView& w
   std::int64_t wc = 0;
   activation_extents(w, p.layout, pb.M, wc, pb.R, pb.S);  // (M, C, R, S) in the same order
 
-  throw_if(pb.C < 1, op, "x has no input channels (", lname, " extents ", extents_string(x), ")");
-  throw_if(wc != pb.C, op, "channel mismatch: x has C=", pb.C, " (", lname, " extents ",
-           extents_string(x), ") but w has C=", wc, " (extents ", extents_string(w), ")");
+  throw_if(pb.C < 1, op, names.x, " has no input channels (", lname, " extents ", extents_string(x),
+           ")");
+  throw_if(wc != pb.C, op, "channel mismatch: ", names.x, " has C=", pb.C, " (", lname, " extents ",
+           extents_string(x), ") but ", names.w, " has C=", wc, " (extents ", extents_string(w),
+           ")");
   derive_window_geometry(op, pb, p);
 
   if (p.pool) {
@@ -273,25 +299,53 @@ Conv2dProblem make_conv2d_problem(const char* op, const XView& x, const WView& w
         op, y, p.layout, "M", pb.N, pb.M, pb.P_pooled, pb.Q_pooled,
         msg(", the pooled extents of the ", pb.P, "x", pb.Q, " convolution output (", pool.window_h,
             "x", pool.window_w, " window, stride ", pool.stride_h, "x", pool.stride_w, ", padding ",
-            pool.pad_h, "x", pool.pad_w, ")"));
+            pool.pad_h, "x", pool.pad_w, ")"),
+        names.y);
   } else {
-    check_output_extents(op, y, p.layout, "M", pb.N, pb.M, pb.P, pb.Q);
+    check_output_extents(op, y, p.layout, "M", pb.N, pb.M, pb.P, pb.Q, "", names.y);
   }
 
-  const auto bias_extent = static_cast<std::int64_t>(bias.extent(0));
-  throw_if(bias_extent != 0 && bias_extent != pb.M, op, "bias has extent ", bias_extent,
+  throw_if(bias_extent != 0 && bias_extent != pb.M, op, names.bias, " has extent ", bias_extent,
            "; expected 0 (no bias) or M=", pb.M);
   pb.has_bias = bias_extent != 0;
   pb.workspace_limit_bytes =
       p.workspace_limit_bytes != 0 ? p.workspace_limit_bytes : workspace_limit_value().load();
 
-  check_contiguous(op, "x", x);
-  check_contiguous(op, "w", w);
-  check_contiguous(op, "y", y);
+  check_contiguous(op, names.x, x);
+  check_contiguous(op, names.w, w);
+  check_contiguous(op, names.y, y);
+  return pb;
+}
+
+/// Reads and validates a convolution's arguments; throws kcnn::Error naming the
+/// offending values, and returns the problem with every derived extent.
+template <class XView, class WView, class BView, class YView>
+Conv2dProblem make_conv2d_problem(const char* op, const XView& x, const WView& w, const BView& bias,
+                                  const YView& y, const Conv2dParams& p) {
+  const Conv2dProblem pb =
+      make_conv2d_geometry(op, x, w, static_cast<std::int64_t>(bias.extent(0)), y, p);
   check_no_overlap(op, "y", y, "x", x);
   check_no_overlap(op, "y", y, "w", w);
   check_no_overlap(op, "y", y, "bias", bias);
   return pb;
+}
+
+/// Validates a backward convolution (conv2d_backward_data / _weights): the forward
+/// geometry of the x-shaped, w-shaped and y-shaped tensors (see make_conv2d_geometry),
+/// for the linear convolution only: the activation (see activation_backward) and a
+/// fused pooling (see pool2d_backward) have backward operations of their own.
+template <class XView, class WView, class YView>
+Conv2dProblem make_conv2d_backward_problem(const char* op, const XView& x, const WView& w,
+                                           std::int64_t bias_extent, const YView& y,
+                                           const Conv2dParams& p, const ConvTensorNames& names) {
+  throw_if(p.activation != Activation::Identity, op, "params.activation is ",
+           to_string(p.activation),
+           "; the backward convolution is that of the linear convolution: apply "
+           "kcnn::activation_backward to dy first and pass Activation::Identity");
+  throw_if(p.pool.has_value(), op,
+           "params.pool is set; the backward convolution is that of the unpooled convolution: "
+           "apply kcnn::pool2d_backward to dy first and pass no pool");
+  return make_conv2d_geometry(op, x, w, bias_extent, y, p, names);
 }
 
 }  // namespace kcnn::Impl

@@ -1,0 +1,620 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// LeNet-5 (the seed project's modified version) on Fashion-MNIST, trained and run with
+// kcnn's forward and backward operations.
+//
+//   lenet5 train [--epochs E] [--batch B] [--lr LR] [--out weights.bin] [--data DIR]
+//   lenet5 infer [--weights weights.bin] [--batch B] [--limit N] [--data DIR]
+//                [--min-accuracy A] [--skip-missing-data]
+//
+// The 28x28 images are upsampled to 86x86 (bilinear, on the device), then
+//   conv 1->4 (7x7) + ReLU -> 2x2 max pool -> conv 4->16 (7x7) + ReLU -> 4x4 max pool
+//   -> dense 1024->32 + ReLU -> dense 32->10 -> softmax.
+// Training: softmax cross-entropy, SGD with momentum; the dense layers are
+// KokkosBlas::gemm calls. Inference runs each convolution with its fused ReLU and
+// pooling (ConvAlgo::Auto) and reports its time ("Op Time", fenced).
+#include <zlib.h>
+#include <KokkosBlas3_gemm.hpp>
+#include <Kokkos_Core.hpp>
+#include <kcnn/kcnn.hpp>
+
+#include <unistd.h>  // isatty
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "weights_file.hpp"
+
+namespace {
+
+using Space = Kokkos::DefaultExecutionSpace;
+using Memory = Space::memory_space;
+using Tensor = Kokkos::View<float****, Kokkos::LayoutRight, Memory>;
+using Vector = Kokkos::View<float*, Kokkos::LayoutRight, Memory>;
+using Matrix = Kokkos::View<float**, Kokkos::LayoutRight, Memory>;
+/// GEMM operands: unmanaged LayoutRight rank-2 Views, the type Kokkos Kernels hands to
+/// cuBLAS or the host BLAS.
+using GemmMatrix = Kokkos::View<float**, Kokkos::LayoutRight, Kokkos::Device<Space, Memory>,
+                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using ConstGemmMatrix =
+    Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::Device<Space, Memory>,
+                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using UnmanagedTensor =
+    Kokkos::View<float****, Kokkos::LayoutRight, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using UnmanagedVector =
+    Kokkos::View<float*, Kokkos::LayoutRight, Memory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+constexpr int kImage = 28, kInput = 86, kClasses = 10;
+
+// ---------------------------------------------------------------------------------
+// Fashion-MNIST (gzip-compressed idx files)
+// ---------------------------------------------------------------------------------
+
+struct Dataset {
+  int count = 0;
+  std::vector<std::uint8_t> images;  ///< count x 28 x 28
+  std::vector<std::uint8_t> labels;  ///< count
+};
+
+class DataMissing : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::vector<std::uint8_t> read_gzip(const std::string& path) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (!file)
+    throw DataMissing("cannot open " + path +
+                      ": the Fashion-MNIST files are missing (install Debian's "
+                      "dataset-fashion-mnist package, or pass --data DIR)");
+  std::vector<std::uint8_t> data;
+  std::uint8_t buffer[1 << 16];
+  int got = 0;
+  while ((got = gzread(file, buffer, sizeof(buffer))) > 0)
+    data.insert(data.end(), buffer, buffer + got);
+  const bool failed = got < 0;
+  gzclose(file);
+  if (failed) throw std::runtime_error(path + ": not a readable gzip file");
+  return data;
+}
+
+std::uint32_t big_endian32(const std::vector<std::uint8_t>& d, std::size_t at) {
+  return (std::uint32_t(d[at]) << 24) | (std::uint32_t(d[at + 1]) << 16) |
+         (std::uint32_t(d[at + 2]) << 8) | std::uint32_t(d[at + 3]);
+}
+
+/// Reads `<dir>/<prefix>-images-idx3-ubyte.gz` and the matching labels, checking the
+/// idx headers (magic 2051 for images, 2049 for labels, 28x28, equal counts).
+Dataset load_fashion_mnist(const std::string& dir, const std::string& prefix) {
+  const std::string image_path = dir + "/" + prefix + "-images-idx3-ubyte.gz";
+  const std::string label_path = dir + "/" + prefix + "-labels-idx1-ubyte.gz";
+  auto images = read_gzip(image_path);
+  auto labels = read_gzip(label_path);
+  if (images.size() < 16 || big_endian32(images, 0) != 2051 || big_endian32(images, 8) != kImage ||
+      big_endian32(images, 12) != kImage)
+    throw std::runtime_error(image_path + ": not an idx3 file of 28x28 images");
+  if (labels.size() < 8 || big_endian32(labels, 0) != 2049)
+    throw std::runtime_error(label_path + ": not an idx1 label file");
+  Dataset ds;
+  ds.count = static_cast<int>(big_endian32(images, 4));
+  if (big_endian32(labels, 4) != std::uint32_t(ds.count) ||
+      images.size() != 16 + std::size_t(ds.count) * kImage * kImage ||
+      labels.size() != 8 + std::size_t(ds.count))
+    throw std::runtime_error(image_path + " and " + label_path + " do not match (counts/sizes)");
+  ds.images.assign(images.begin() + 16, images.end());
+  ds.labels.assign(labels.begin() + 8, labels.end());
+  return ds;
+}
+
+// ---------------------------------------------------------------------------------
+// Device kernels of the example (everything else is kcnn or KokkosBlas)
+// ---------------------------------------------------------------------------------
+
+/// Fashion-MNIST's pixel mean and standard deviation (of x/255 over the training set).
+constexpr float kPixelMean = 0.2860f, kPixelStd = 0.3530f;
+
+/// x(b, 0, :, :) = the normalized 86x86 bilinear upsampling of image order[first + b]
+/// (half-pixel centres, edges clamped: the usual "align_corners = false" resampling).
+void upsample_batch(const Kokkos::View<const std::uint8_t*, Memory>& images,
+                    const Kokkos::View<const int*, Memory>& order, int first, const Tensor& x) {
+  const int batch = static_cast<int>(x.extent(0));
+  const float scale = float(kImage) / float(kInput);
+  Kokkos::parallel_for(
+      "lenet5::upsample_bilinear",
+      Kokkos::MDRangePolicy<Space, Kokkos::Rank<3>>({0, 0, 0}, {batch, kInput, kInput}),
+      KOKKOS_LAMBDA(const int b, const int i, const int j) {
+        const std::int64_t image = order(first + b);
+        const std::uint8_t* src = images.data() + image * kImage * kImage;
+        auto coordinate = [&](int out, int& lo, int& hi, float& frac) {
+          float s = (float(out) + 0.5f) * scale - 0.5f;
+          s = s < 0.f ? 0.f : s;
+          lo = static_cast<int>(s);
+          lo = lo > kImage - 1 ? kImage - 1 : lo;
+          hi = lo + 1 > kImage - 1 ? kImage - 1 : lo + 1;
+          frac = s - float(lo);
+        };
+        int r0, r1, c0, c1;
+        float fr, fc;
+        coordinate(i, r0, r1, fr);
+        coordinate(j, c0, c1, fc);
+        const float top = (1.f - fc) * src[r0 * kImage + c0] + fc * src[r0 * kImage + c1];
+        const float bottom = (1.f - fc) * src[r1 * kImage + c0] + fc * src[r1 * kImage + c1];
+        const float v = ((1.f - fr) * top + fr * bottom) / 255.f;
+        x(b, 0, i, j) = (v - kPixelMean) / kPixelStd;
+      });
+}
+
+/// out(b, j) = act(out(b, j) + bias(j)) in place, act = ReLU or identity.
+void add_bias(const Matrix& out, const UnmanagedVector& bias, bool relu) {
+  const int cols = static_cast<int>(out.extent(1));
+  Kokkos::parallel_for(
+      "lenet5::dense_bias",
+      Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>>({0, 0},
+                                                    {static_cast<int>(out.extent(0)), cols}),
+      KOKKOS_LAMBDA(const int b, const int j) {
+        const float v = out(b, j) + bias(j);
+        out(b, j) = relu && v < 0.f ? 0.f : v;
+      });
+}
+
+/// dbias(j) = sum over the batch of d(b, j).
+void column_sums(const Matrix& d, const UnmanagedVector& dbias) {
+  const int rows = static_cast<int>(d.extent(0));
+  Kokkos::parallel_for(
+      "lenet5::dense_bias_gradient", Kokkos::RangePolicy<Space>(0, d.extent(1)),
+      KOKKOS_LAMBDA(const int j) {
+        float s = 0;
+        for (int b = 0; b < rows; ++b)
+          s += d(b, j);
+        dbias(j) = s;
+      });
+}
+
+struct LossAndCorrect {
+  double loss = 0;
+  int correct = 0;
+};
+
+/// Softmax cross-entropy of the logits against the labels of images order[first + b]:
+/// the summed loss and the number of correct argmax predictions; with `dlogits`
+/// non-empty, also the gradient of the mean loss, (softmax - onehot) / batch.
+LossAndCorrect softmax_cross_entropy(const Matrix& logits,
+                                     const Kokkos::View<const std::uint8_t*, Memory>& labels,
+                                     const Kokkos::View<const int*, Memory>& order, int first,
+                                     const Matrix& dlogits) {
+  const int batch = static_cast<int>(logits.extent(0));
+  const bool gradient = dlogits.extent(0) != 0;
+  double loss = 0;
+  int correct = 0;
+  Kokkos::parallel_reduce(
+      "lenet5::softmax_cross_entropy", Kokkos::RangePolicy<Space>(0, batch),
+      KOKKOS_LAMBDA(const int b, double& loss_sum, int& correct_sum) {
+        const int label = labels(order(first + b));
+        float top = logits(b, 0);
+        int best = 0;
+        for (int k = 1; k < kClasses; ++k)
+          if (logits(b, k) > top) top = logits(b, k), best = k;
+        float sum = 0;
+        for (int k = 0; k < kClasses; ++k)
+          sum += Kokkos::Experimental::exp(logits(b, k) - top);
+        loss_sum += double(Kokkos::Experimental::log(sum) + top - logits(b, label));
+        correct_sum += best == label ? 1 : 0;
+        if (gradient)
+          for (int k = 0; k < kClasses; ++k)
+            dlogits(b, k) =
+                (Kokkos::Experimental::exp(logits(b, k) - top) / sum - (k == label ? 1.f : 0.f)) /
+                float(batch);
+      },
+      loss, correct);
+  return {loss, correct};
+}
+
+/// SGD with momentum and weight decay on the flat parameter buffer:
+/// v = momentum*v - lr*(g + decay*w), w += v.
+void sgd_step(const Vector& weights, const Vector& grads, const Vector& velocity, float lr,
+              float momentum, float decay) {
+  Kokkos::parallel_for(
+      "lenet5::sgd_momentum", Kokkos::RangePolicy<Space>(0, weights.extent(0)),
+      KOKKOS_LAMBDA(const int i) {
+        const float v = momentum * velocity(i) - lr * (grads(i) + decay * weights(i));
+        velocity(i) = v;
+        weights(i) += v;
+      });
+}
+
+// ---------------------------------------------------------------------------------
+// The network: parameters in one flat buffer (the weights file's payload)
+// ---------------------------------------------------------------------------------
+
+/// Views into a flat parameter (or gradient) buffer, in the weights file's order.
+struct Layers {
+  UnmanagedTensor w1, w2;  ///< (4, 1, 7, 7), (16, 4, 7, 7)
+  UnmanagedVector b1, b2, b3, b4;
+  GemmMatrix w3, w4;  ///< (32, 1024), (10, 32): out x in, row-major
+
+  explicit Layers(const Vector& flat) {
+    float* p = flat.data();
+    auto take = [&p](std::size_t n) {
+      float* at = p;
+      p += n;
+      return at;
+    };
+    using namespace lenet5;
+    w1 = UnmanagedTensor(take(kShapes[0].weights()), 4, 1, 7, 7);
+    b1 = UnmanagedVector(take(4), 4);
+    w2 = UnmanagedTensor(take(kShapes[1].weights()), 16, 4, 7, 7);
+    b2 = UnmanagedVector(take(16), 16);
+    w3 = GemmMatrix(take(kShapes[2].weights()), 32, 1024);
+    b3 = UnmanagedVector(take(32), 32);
+    w4 = GemmMatrix(take(kShapes[3].weights()), 10, 32);
+    b4 = UnmanagedVector(take(10), 10);
+  }
+};
+
+/// He-normal weights for the ReLU layers, Glorot-normal for the output layer, zero
+/// biases, from a fixed seed.
+std::vector<float> initial_weights(unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> flat;
+  for (int l = 0; l < 4; ++l) {
+    const auto& s = lenet5::kShapes[l];
+    const double fan_in = double(s.in) * s.kh * s.kw, fan_out = double(s.out) * s.kh * s.kw;
+    const double stddev = l < 3 ? std::sqrt(2.0 / fan_in) : std::sqrt(2.0 / (fan_in + fan_out));
+    std::normal_distribution<double> dist(0.0, stddev);
+    for (std::size_t i = 0; i < s.weights(); ++i)
+      flat.push_back(static_cast<float>(dist(rng)));
+    flat.insert(flat.end(), s.out, 0.0f);
+  }
+  return flat;
+}
+
+kcnn::Conv2dParams conv_params() {
+  kcnn::Conv2dParams p;  // NCHW, stride 1, no padding
+  p.activation = kcnn::Activation::ReLU;
+  return p;
+}
+
+kcnn::Pool2dParams max_pool(int size) {
+  kcnn::Pool2dParams p;
+  p.mode = kcnn::PoolMode::Max;
+  p.window_h = p.window_w = p.stride_h = p.stride_w = size;
+  return p;
+}
+
+/// The activations of one batch (training keeps every one for the backward pass).
+struct Activations {
+  Tensor x, a1, p1, a2, p2;  ///< input, conv1+ReLU, pooled, conv2+ReLU, pooled
+  Matrix h, logits;          ///< dense1+ReLU, dense2
+  explicit Activations(int batch)
+      : x("x", batch, 1, kInput, kInput),
+        a1("a1", batch, 4, 80, 80),
+        p1("p1", batch, 4, 40, 40),
+        a2("a2", batch, 16, 34, 34),
+        p2("p2", batch, 16, 8, 8),
+        h("h", batch, 32),
+        logits("logits", batch, kClasses) {}
+};
+
+/// The dense layers: h = relu(p2 * w3^T + b3), logits = h * w4^T + b4.
+void dense_forward(const Layers& net, const Tensor& p2, const Matrix& h, const Matrix& logits) {
+  const int batch = static_cast<int>(p2.extent(0));
+  const ConstGemmMatrix features(p2.data(), batch, 1024);
+  KokkosBlas::gemm("N", "T", 1.0f, features, ConstGemmMatrix(net.w3), 0.0f,
+                   GemmMatrix(h.data(), batch, 32));
+  add_bias(h, net.b3, true);
+  KokkosBlas::gemm("N", "T", 1.0f, ConstGemmMatrix(h.data(), batch, 32), ConstGemmMatrix(net.w4),
+                   0.0f, GemmMatrix(logits.data(), batch, kClasses));
+  add_bias(logits, net.b4, false);
+}
+
+/// The training forward pass: every intermediate kept, convolutions unfused.
+void forward_train(const Layers& net, Activations& a) {
+  kcnn::conv2d_forward(Space(), a.x, net.w1, net.b1, a.a1, conv_params());
+  kcnn::pool2d_forward(Space(), a.a1, a.p1, max_pool(2));
+  kcnn::conv2d_forward(Space(), a.p1, net.w2, net.b2, a.a2, conv_params());
+  kcnn::pool2d_forward(Space(), a.a2, a.p2, max_pool(4));
+  dense_forward(net, a.p2, a.h, a.logits);
+}
+
+/// Gradients of the batch's mean loss into `grad` (Views into the gradient buffer),
+/// given dlogits; `g` holds the activation gradients (same shapes as `a`).
+void backward(const Layers& net, const Layers& grad, const Activations& a, Activations& g) {
+  const int batch = static_cast<int>(a.x.extent(0));
+  const kcnn::Conv2dParams linear;  // the backward ops take the linear convolution
+  // dense2: dW4 = dlogits^T h, db4 = colsum dlogits, dh = dlogits W4
+  KokkosBlas::gemm("T", "N", 1.0f, ConstGemmMatrix(g.logits.data(), batch, kClasses),
+                   ConstGemmMatrix(a.h.data(), batch, 32), 0.0f, grad.w4);
+  column_sums(g.logits, grad.b4);
+  KokkosBlas::gemm("N", "N", 1.0f, ConstGemmMatrix(g.logits.data(), batch, kClasses),
+                   ConstGemmMatrix(net.w4), 0.0f, GemmMatrix(g.h.data(), batch, 32));
+  kcnn::activation_backward(Space(), kcnn::Activation::ReLU, a.h, g.h, g.h);
+  // dense1: dW3 = dh^T p2, db3 = colsum dh, dp2 = dh W3
+  KokkosBlas::gemm("T", "N", 1.0f, ConstGemmMatrix(g.h.data(), batch, 32),
+                   ConstGemmMatrix(a.p2.data(), batch, 1024), 0.0f, grad.w3);
+  column_sums(g.h, grad.b3);
+  KokkosBlas::gemm("N", "N", 1.0f, ConstGemmMatrix(g.h.data(), batch, 32), ConstGemmMatrix(net.w3),
+                   0.0f, GemmMatrix(g.p2.data(), batch, 1024));
+  // pool2, ReLU, conv2
+  kcnn::pool2d_backward(Space(), a.a2, g.p2, g.a2, max_pool(4));
+  kcnn::activation_backward(Space(), kcnn::Activation::ReLU, a.a2, g.a2, g.a2);
+  kcnn::conv2d_backward_weights(Space(), a.p1, g.a2, grad.w2, grad.b2, linear);
+  kcnn::conv2d_backward_data(Space(), g.a2, net.w2, g.p1, linear);
+  // pool1, ReLU, conv1 (no input gradient needed)
+  kcnn::pool2d_backward(Space(), a.a1, g.p1, g.a1, max_pool(2));
+  kcnn::activation_backward(Space(), kcnn::Activation::ReLU, a.a1, g.a1, g.a1);
+  kcnn::conv2d_backward_weights(Space(), a.x, g.a1, grad.w1, grad.b1, linear);
+}
+
+// ---------------------------------------------------------------------------------
+// Command line
+// ---------------------------------------------------------------------------------
+
+struct Options {
+  std::string command;
+  int epochs = 5, batch = 0, limit = 0;
+  float lr = 0.02f;
+  double min_accuracy = -1;
+  bool skip_missing_data = false;
+  std::string data = LENET5_DATA_DIR, weights = LENET5_DEFAULT_WEIGHTS, out = "lenet5_weights.bin";
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(
+      stderr,
+      "%s\nusage: lenet5 train [--epochs E] [--batch B] [--lr LR] [--out FILE] [--data DIR]\n"
+      "       lenet5 infer [--weights FILE] [--batch B] [--limit N] [--data DIR]\n"
+      "                    [--min-accuracy A] [--skip-missing-data]\n"
+      "defaults: --data %s, --weights %s\n",
+      why, LENET5_DATA_DIR, LENET5_DEFAULT_WEIGHTS);
+  std::exit(2);
+}
+
+Options parse(int argc, char* argv[]) {
+  Options o;
+  if (argc < 2) usage("missing command");
+  o.command = argv[1];
+  if (o.command != "train" && o.command != "infer") usage("unknown command");
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(("missing value after " + arg).c_str());
+      return argv[++i];
+    };
+    auto positive = [&](const std::string& v) {
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (!end || *end || n < 1 || n > (1 << 30))
+        usage((arg + " needs a positive integer").c_str());
+      return static_cast<int>(n);
+    };
+    if (arg == "--epochs")
+      o.epochs = positive(value());
+    else if (arg == "--batch")
+      o.batch = positive(value());
+    else if (arg == "--limit")
+      o.limit = positive(value());
+    else if (arg == "--lr")
+      o.lr = std::stof(value());
+    else if (arg == "--out")
+      o.out = value();
+    else if (arg == "--weights")
+      o.weights = value();
+    else if (arg == "--data")
+      o.data = value();
+    else if (arg == "--min-accuracy")
+      o.min_accuracy = std::stod(value());
+    else if (arg == "--skip-missing-data")
+      o.skip_missing_data = true;
+    else
+      usage(("unknown option " + arg).c_str());
+  }
+  return o;
+}
+
+/// An unmanaged host View of a std::vector's elements (for deep_copy).
+template <class T>
+Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host_view(
+    const std::vector<T>& v) {
+  return Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+      v.data(), v.size());
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// A dataset on the device, with the order in which its images are taken (the identity
+/// until training shuffles it).
+struct DeviceData {
+  Kokkos::View<std::uint8_t*, Memory> images, labels;
+  Kokkos::View<int*, Memory> order;
+  explicit DeviceData(const Dataset& ds)
+      : images("images", ds.images.size()),
+        labels("labels", ds.labels.size()),
+        order("order", ds.count) {
+    Kokkos::deep_copy(images, host_view(ds.images));
+    Kokkos::deep_copy(labels, host_view(ds.labels));
+    std::vector<int> identity(ds.count);
+    std::iota(identity.begin(), identity.end(), 0);
+    set_order(identity);
+  }
+  void set_order(const std::vector<int>& host) const { Kokkos::deep_copy(order, host_view(host)); }
+};
+
+/// Accuracy of the network on the first `count` images of `data` with the training
+/// forward pass (used between epochs).
+double evaluate(const Layers& net, const DeviceData& data, int count, int batch) {
+  int correct = 0;
+  Activations full(batch);
+  for (int first = 0; first < count; first += batch) {
+    const int n = std::min(batch, count - first);
+    Activations partial(n == batch ? 0 : n);
+    Activations& a = n == batch ? full : partial;
+    upsample_batch(data.images, data.order, first, a.x);
+    forward_train(net, a);
+    correct += softmax_cross_entropy(a.logits, data.labels, data.order, first, Matrix()).correct;
+  }
+  return double(correct) / count;
+}
+
+int train(const Options& o) {
+  const Dataset train_set = load_fashion_mnist(o.data, "train");
+  const Dataset test_set = load_fashion_mnist(o.data, "t10k");
+  const int batch = o.batch ? o.batch : 64;
+  const DeviceData train_data(train_set), test_data(test_set);
+
+  const std::vector<float> init = initial_weights(20261122);
+  Vector weights("weights", init.size()), grads("grads", init.size()),
+      velocity("velocity", init.size());
+  Kokkos::deep_copy(weights, host_view(init));
+  const Layers net(weights), grad(grads);
+  Activations a(batch), g(batch);
+  const bool terminal = isatty(fileno(stdout));
+  std::mt19937 shuffle_rng(7);
+  std::vector<int> order(train_set.count);
+  std::iota(order.begin(), order.end(), 0);
+  const int steps = train_set.count / batch;  // the last partial batch is dropped
+
+  std::printf("lenet5 train on %s: %d images, batch %d, %d epochs, SGD lr %g momentum 0.9\n",
+              Space::name(), train_set.count, batch, o.epochs, double(o.lr));
+  for (int epoch = 0; epoch < o.epochs; ++epoch) {
+    // Step schedule: the full rate, then a fifth for the second-to-last epoch and a
+    // twenty-fifth for the last, to settle into a minimum.
+    const float lr = o.lr * (epoch < o.epochs - 2 ? 1.0f : epoch < o.epochs - 1 ? 0.2f : 0.04f);
+    std::shuffle(order.begin(), order.end(), shuffle_rng);
+    train_data.set_order(order);
+    const auto t0 = std::chrono::steady_clock::now();
+    double loss_sum = 0, last_report = 0;
+    int seen = 0, correct = 0;
+    for (int step = 0; step < steps; ++step) {
+      const int first = step * batch;
+      upsample_batch(train_data.images, train_data.order, first, a.x);
+      forward_train(net, a);
+      const auto lc =
+          softmax_cross_entropy(a.logits, train_data.labels, train_data.order, first, g.logits);
+      backward(net, grad, a, g);
+      sgd_step(weights, grads, velocity, lr, 0.9f, 5e-4f);
+      loss_sum += lc.loss;
+      correct += lc.correct;
+      seen += batch;
+      const double t = seconds_since(t0);
+      const bool last = step + 1 == steps;
+      if (terminal && (t - last_report > 0.25 || last)) {
+        last_report = t;
+        const int width = 30, filled = int(double(width) * (step + 1) / steps);
+        std::printf("\repoch %d/%d [%s%s] %5d/%d  %6.0f img/s  loss %.4f  train acc %.4f",
+                    epoch + 1, o.epochs, std::string(filled, '#').c_str(),
+                    std::string(width - filled, '.').c_str(), seen, steps * batch, seen / t,
+                    loss_sum / seen, double(correct) / seen);
+        std::fflush(stdout);
+      } else if (!terminal && ((step + 1) % std::max(1, steps / 10) == 0 || last)) {
+        std::printf("epoch %d/%d: %d/%d images, %.0f img/s, loss %.4f, train acc %.4f\n", epoch + 1,
+                    o.epochs, seen, steps * batch, seen / t, loss_sum / seen,
+                    double(correct) / seen);
+        std::fflush(stdout);
+      }
+    }
+    Kokkos::fence();
+    const double epoch_seconds = seconds_since(t0);
+    if (terminal) std::printf("\n");
+    const double test_accuracy = evaluate(net, test_data, test_set.count, 500);
+    std::printf("epoch %d/%d: %.1f s (%.0f img/s), lr %g, mean loss %.4f, test accuracy %.4f\n",
+                epoch + 1, o.epochs, epoch_seconds, seen / epoch_seconds, double(lr),
+                loss_sum / seen, test_accuracy);
+    std::fflush(stdout);
+  }
+
+  std::vector<float> host(init.size());
+  Kokkos::deep_copy(
+      Kokkos::View<float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(host.data(),
+                                                                                       host.size()),
+      weights);
+  lenet5::save_weights(o.out, host);
+  std::printf("weights written to %s (%zu floats)\n", o.out.c_str(), host.size());
+  return 0;
+}
+
+int infer(const Options& o) {
+  const std::vector<float> host = lenet5::load_weights(o.weights);
+  Dataset test_set;
+  try {
+    test_set = load_fashion_mnist(o.data, "t10k");
+  } catch (const DataMissing& e) {
+    if (!o.skip_missing_data) throw;
+    std::printf("skipped: %s\n", e.what());
+    return 77;  // CTest's SKIP_RETURN_CODE
+  }
+  const int count = o.limit ? std::min(o.limit, test_set.count) : test_set.count;
+  const int batch = std::min(o.batch ? o.batch : 10000, count);
+  const DeviceData data(test_set);
+  Vector weights("weights", host.size());
+  Kokkos::deep_copy(weights, host_view(host));
+  const Layers net(weights);
+
+  // The fused layers: conv + bias + ReLU + max pool in one call each, Auto algorithm.
+  kcnn::Conv2dParams c1 = conv_params(), c3 = conv_params();
+  c1.pool = max_pool(2);
+  c3.pool = max_pool(4);
+  double conv1_ms = 0, conv2_ms = 0, total_ms = 0;
+  int correct = 0;
+  Tensor x("x", batch, 1, kInput, kInput), p1("p1", batch, 4, 40, 40), p2("p2", batch, 16, 8, 8);
+  Matrix h("h", batch, 32), logits("logits", batch, kClasses);
+  for (int first = 0; first < count; first += batch) {
+    const int n = std::min(batch, count - first);
+    auto xs = Kokkos::subview(x, std::make_pair(0, n), Kokkos::ALL, Kokkos::ALL, Kokkos::ALL);
+    auto p1s = Kokkos::subview(p1, std::make_pair(0, n), Kokkos::ALL, Kokkos::ALL, Kokkos::ALL);
+    auto p2s = Kokkos::subview(p2, std::make_pair(0, n), Kokkos::ALL, Kokkos::ALL, Kokkos::ALL);
+    Kokkos::fence();
+    const auto t_total = std::chrono::steady_clock::now();
+    upsample_batch(data.images, data.order, first, Tensor(xs));
+    Kokkos::fence();
+    auto t0 = std::chrono::steady_clock::now();
+    kcnn::conv2d_forward(Space(), xs, net.w1, net.b1, p1s, c1);
+    Kokkos::fence();
+    conv1_ms += 1e3 * seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    kcnn::conv2d_forward(Space(), p1s, net.w2, net.b2, p2s, c3);
+    Kokkos::fence();
+    conv2_ms += 1e3 * seconds_since(t0);
+    const auto hs = Kokkos::subview(h, std::make_pair(0, n), Kokkos::ALL);
+    const auto ls = Kokkos::subview(logits, std::make_pair(0, n), Kokkos::ALL);
+    dense_forward(net, Tensor(p2s), Matrix(hs), Matrix(ls));
+    correct += softmax_cross_entropy(Matrix(ls), data.labels, data.order, first, Matrix()).correct;
+    total_ms += 1e3 * seconds_since(t_total);
+  }
+  const double accuracy = double(correct) / count;
+  std::printf("lenet5 infer on %s: %d test images, batch %d, weights %s\n", Space::name(), count,
+              batch, o.weights.c_str());
+  std::printf("conv1 1->4 7x7 86x86 +ReLU +2x2 max pool: Op Time %9.3f ms\n", conv1_ms);
+  std::printf("conv2 4->16 7x7 40x40 +ReLU +4x4 max pool: Op Time %9.3f ms\n", conv2_ms);
+  std::printf("whole network (upsampling to softmax):     %9.3f ms\n", total_ms);
+  std::printf("accuracy %.4f (%d/%d)\n", accuracy, correct, count);
+  if (o.min_accuracy >= 0 && accuracy < o.min_accuracy) {
+    std::fprintf(stderr, "accuracy %.4f is below the required %.4f\n", accuracy, o.min_accuracy);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char* argv[]) {
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  const Options o = parse(argc, argv);
+  try {
+    return o.command == "train" ? train(o) : infer(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lenet5: error: %s\n", e.what());
+    return 1;
+  }
+}

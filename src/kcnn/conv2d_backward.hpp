@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file conv2d_backward.hpp
+/// \brief The backward convolutions: kcnn::conv2d_backward_data (the gradient with
+///        respect to the input) and kcnn::conv2d_backward_weights (with respect to the
+///        filters and the bias), for training with kcnn::conv2d_forward.
+///
+/// Both are the gradients of the *linear* convolution y = conv(x, w) + bias: a layer
+/// y = act(conv(x, w) + bias) first turns its output gradient into the gradient of the
+/// pre-activation with kcnn::activation_backward, and a fused pooling is undone with
+/// kcnn::pool2d_backward. The shapes, parameters and their rules are conv2d_forward's.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "impl/conv2d_backward_gemm.hpp"
+#include "impl/problem.hpp"
+#include "impl/profiling.hpp"
+#include "impl/view_checks.hpp"
+#include "types.hpp"
+#include "workspace.hpp"
+
+namespace kcnn {
+
+/// \brief The gradient of y = conv(x, w) with respect to x: dx = conv^T(dy, w), the
+///        adjoint of the convolution in x (<conv(x, w), dy> = <x, dx> for every x).
+///
+/// Overwrites every element of dx (elements that no window reads get 0). Computed per
+/// chunk of images as a GEMM of the weights with dy into unrolled columns, folded back
+/// into dx by col2im (see impl/conv2d_backward_gemm.hpp); deterministic. Asynchronous on
+/// `space`, like any Kokkos kernel.
+///
+/// \param space  [in]  execution space instance (stream) to run on
+/// \param dy     [in]  output gradient, rank 4: NCHW (N, M, P, Q) or NHWC (N, P, Q, M)
+/// \param w      [in]  filters, rank 4: NCHW (M, C, R, S) or NHWC (M, R, S, C)
+/// \param dx     [out] input gradient, rank 4: NCHW (N, C, H, W) or NHWC (N, H, W, C)
+/// \param params [in]  stride, padding, dilation, layout and workspace limit of the
+///                     forward convolution; activation must be Identity and pool unset
+///                     (see the file comment); algo is ignored.
+///
+/// P and Q must be what conv2d_forward derives from H, W and params. Views hold float or
+/// double (the same for all; inputs may be const), are contiguous (LayoutRight or
+/// LayoutLeft) and accessible from `ExecSpace`; dx must not overlap dy or w. Scratch:
+/// the cached workspace of kcnn/workspace.hpp, within the budget. N = 0 is a no-op; M = 0
+/// gives dx = 0.
+/// \throws kcnn::Error, before anything is written, on every condition conv2d_forward
+///         rejects (with dx in x's role, dy in y's), on a non-Identity activation or a
+///         pool, and when the workspace limit cannot hold one image's unrolled matrix.
+template <class ExecSpace, class DYView, class WView, class DXView>
+void conv2d_backward_data(const ExecSpace& space, const DYView& dy, const WView& w,
+                          const DXView& dx, const Conv2dParams& params) {
+  Impl::static_check_tensor<ExecSpace, DYView, 4, false>();
+  Impl::static_check_tensor<ExecSpace, WView, 4, false>();
+  Impl::static_check_tensor<ExecSpace, DXView, 4, true>();
+  using T = Impl::view_scalar_t<DXView>;
+  static_assert(std::is_same_v<Impl::view_scalar_t<DYView>, T> &&
+                    std::is_same_v<Impl::view_scalar_t<WView>, T>,
+                "kcnn::conv2d_backward_data: dy, w and dx must have the same scalar type");
+  constexpr const char* op = "kcnn::conv2d_backward_data";
+  const Impl::Conv2dProblem pb = Impl::make_conv2d_backward_problem(
+      op, dx, w, 0, dy, params, Impl::ConvTensorNames{"dx", "w", "bias", "dy"});
+  Impl::check_no_overlap(op, "dx", dx, "dy", dy);
+  Impl::check_no_overlap(op, "dx", dx, "w", w);
+
+  Impl::ProfilingRegion region(op);
+  if (pb.N == 0) return;
+  const auto dxk = Impl::as_kernel_view<ExecSpace, true>(dx);
+  if (pb.M == 0) {  // no filters: y does not depend on x
+    Impl::zero_fill<ExecSpace, T>(space, dxk);
+    return;
+  }
+  const auto dyk = Impl::as_kernel_view<ExecSpace, false>(dy);
+  const auto wk = Impl::as_kernel_view<ExecSpace, false>(w);
+  if (pb.layout == Layout::NCHW) {
+    Impl::conv2d_backward_data_gemm<Layout::NCHW>(space, dyk, wk, dxk, pb);
+  } else {
+    Impl::conv2d_backward_data_gemm<Layout::NHWC>(space, dyk, wk, dxk, pb);
+  }
+}
+
+/// \brief The gradients of y = conv(x, w) + bias with respect to w and bias:
+///        dw = sum over the batch of dy correlated with x (the adjoint of the convolution
+///        in w: <conv(x, w), dy> = <w, dw> for every w), dbias(m) = sum of dy(., m, ., .).
+///
+/// Overwrites dw and dbias (no accumulation into earlier gradients). Computed per chunk
+/// of images: im2col of x, then GEMMs that accumulate dw (see
+/// impl/conv2d_backward_gemm.hpp); dbias by a per-channel reduction. Deterministic for a
+/// given backend and workspace limit (the chunking orders the sums). Asynchronous on
+/// `space`.
+///
+/// \param space  [in]  execution space instance (stream) to run on
+/// \param x      [in]  the forward input, rank 4: NCHW (N, C, H, W) or NHWC (N, H, W, C)
+/// \param dy     [in]  output gradient, rank 4: NCHW (N, M, P, Q) or NHWC (N, P, Q, M)
+/// \param dw     [out] filter gradient, rank 4: NCHW (M, C, R, S) or NHWC (M, R, S, C)
+/// \param dbias  [out] rank 1, extent M, or extent 0 when the layer has no bias
+/// \param params [in]  as for conv2d_backward_data
+///
+/// Views hold float or double (the same for all), are contiguous and accessible from
+/// `ExecSpace`; dw and dbias must not overlap x, dy or each other. N = 0 gives dw = 0 and
+/// dbias = 0; M = 0 is a no-op.
+/// \throws kcnn::Error, before anything is written, as conv2d_backward_data (with dw in
+///         w's role), and on a dbias extent other than 0 or M.
+template <class ExecSpace, class XView, class DYView, class DWView, class DBView>
+void conv2d_backward_weights(const ExecSpace& space, const XView& x, const DYView& dy,
+                             const DWView& dw, const DBView& dbias, const Conv2dParams& params) {
+  Impl::static_check_tensor<ExecSpace, XView, 4, false>();
+  Impl::static_check_tensor<ExecSpace, DYView, 4, false>();
+  Impl::static_check_tensor<ExecSpace, DWView, 4, true>();
+  Impl::static_check_tensor<ExecSpace, DBView, 1, true>();
+  using T = Impl::view_scalar_t<DWView>;
+  static_assert(std::is_same_v<Impl::view_scalar_t<XView>, T> &&
+                    std::is_same_v<Impl::view_scalar_t<DYView>, T> &&
+                    std::is_same_v<Impl::view_scalar_t<DBView>, T>,
+                "kcnn::conv2d_backward_weights: x, dy, dw and dbias must have the same scalar "
+                "type");
+  constexpr const char* op = "kcnn::conv2d_backward_weights";
+  const Impl::Conv2dProblem pb =
+      Impl::make_conv2d_backward_problem(op, x, dw, static_cast<std::int64_t>(dbias.extent(0)), dy,
+                                         params, Impl::ConvTensorNames{"x", "dw", "dbias", "dy"});
+  Impl::check_contiguous(op, "dbias", dbias);
+  Impl::check_no_overlap(op, "dw", dw, "x", x);
+  Impl::check_no_overlap(op, "dw", dw, "dy", dy);
+  Impl::check_no_overlap(op, "dbias", dbias, "x", x);
+  Impl::check_no_overlap(op, "dbias", dbias, "dy", dy);
+  Impl::check_no_overlap(op, "dbias", dbias, "dw", dw);
+
+  Impl::ProfilingRegion region(op);
+  if (pb.M == 0) return;
+  const auto xk = Impl::as_kernel_view<ExecSpace, false>(x);
+  const auto dyk = Impl::as_kernel_view<ExecSpace, false>(dy);
+  const auto dwk = Impl::as_kernel_view<ExecSpace, true>(dw);
+  const Impl::kernel_view_t<ExecSpace, T*> dbk(
+      dbias.data(), Kokkos::LayoutStride(dbias.extent(0), dbias.stride(0)));
+  if (pb.layout == Layout::NCHW) {
+    Impl::conv2d_backward_weights_gemm<Layout::NCHW>(space, xk, dyk, dwk, dbk, pb);
+  } else {
+    Impl::conv2d_backward_weights_gemm<Layout::NHWC>(space, xk, dyk, dwk, dbk, pb);
+  }
+}
+
+/// \brief conv2d_backward_weights for a layer without bias (no bias gradient).
+template <class ExecSpace, class XView, class DYView, class DWView>
+void conv2d_backward_weights(const ExecSpace& space, const XView& x, const DYView& dy,
+                             const DWView& dw, const Conv2dParams& params) {
+  using NoBias = Kokkos::View<Impl::view_scalar_t<DWView>*, typename DWView::memory_space>;
+  conv2d_backward_weights(space, x, dy, dw, NoBias(), params);
+}
+
+}  // namespace kcnn

@@ -1,0 +1,653 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// The backward operations: conv2d_backward_data, conv2d_backward_weights,
+// pool2d_backward and activation_backward against independent double-precision host
+// gradients (outputs poisoned with NaN first), checked in double by central finite
+// differences of host losses and by the adjoint identities
+//   <conv(x, w), g> = <x, backward_data(g, w)> = <w, backward_weights(x, g)>,
+// over the convolution and pooling shape families x layouts x backends, in float and
+// double; then the invalid calls: kcnn::Error naming the problem, the output untouched.
+#include "test_support.hpp"
+
+#include <numeric>
+
+namespace kcnn_test {
+namespace {
+
+using kcnn::Activation;
+using kcnn::Layout;
+using kcnn::PoolMode;
+
+// ---------------------------------------------------------------------------------
+// Independent host gradients (double), written from the definitions
+// ---------------------------------------------------------------------------------
+
+std::size_t x_index(const ConvCase& c, int n, int ch, int h, int w) {
+  return c.nhwc() ? ((static_cast<std::size_t>(n) * c.H + h) * c.W + w) * c.C + ch
+                  : ((static_cast<std::size_t>(n) * c.C + ch) * c.H + h) * c.W + w;
+}
+std::size_t w_index(const ConvCase& c, int m, int ch, int r, int s) {
+  return c.nhwc() ? ((static_cast<std::size_t>(m) * c.R + r) * c.S + s) * c.C + ch
+                  : ((static_cast<std::size_t>(m) * c.C + ch) * c.R + r) * c.S + s;
+}
+std::size_t y_index(const ConvCase& c, int n, int m, int p, int q) {
+  return c.nhwc() ? ((static_cast<std::size_t>(n) * c.P() + p) * c.Q() + q) * c.M + m
+                  : ((static_cast<std::size_t>(n) * c.M + m) * c.P() + p) * c.Q() + q;
+}
+
+/// Calls f(n, m, ch, p, q, r, s, h, w) for every multiply-add of the convolution that
+/// reads a real (not padded) input cell.
+template <class F>
+void for_each_mac(const ConvCase& c, F&& f) {
+  for (int n = 0; n < c.N; ++n)
+    for (int m = 0; m < c.M; ++m)
+      for (int p = 0; p < c.P(); ++p)
+        for (int q = 0; q < c.Q(); ++q)
+          for (int ch = 0; ch < c.C; ++ch)
+            for (int r = 0; r < c.R; ++r)
+              for (int s = 0; s < c.S; ++s) {
+                const int h = p * c.stride_h - c.pad_h + r * c.dilation_h;
+                const int w = q * c.stride_w - c.pad_w + s * c.dilation_w;
+                if (h >= 0 && h < c.H && w >= 0 && w < c.W) f(n, m, ch, p, q, r, s, h, w);
+              }
+}
+
+std::vector<double> host_backward_data(const ConvCase& c, const std::vector<double>& dy,
+                                       const std::vector<double>& w) {
+  std::vector<double> dx(product(c.x_extents()), 0.0);
+  for_each_mac(c, [&](int n, int m, int ch, int p, int q, int r, int s, int h, int wc) {
+    dx[x_index(c, n, ch, h, wc)] += dy[y_index(c, n, m, p, q)] * w[w_index(c, m, ch, r, s)];
+  });
+  return dx;
+}
+
+void host_backward_weights(const ConvCase& c, const std::vector<double>& x,
+                           const std::vector<double>& dy, std::vector<double>& dw,
+                           std::vector<double>& db) {
+  dw.assign(product(c.w_extents()), 0.0);
+  db.assign(c.M, 0.0);
+  for_each_mac(c, [&](int n, int m, int ch, int p, int q, int r, int s, int h, int wc) {
+    dw[w_index(c, m, ch, r, s)] += dy[y_index(c, n, m, p, q)] * x[x_index(c, n, ch, h, wc)];
+  });
+  for (int n = 0; n < c.N; ++n)
+    for (int m = 0; m < c.M; ++m)
+      for (int p = 0; p < c.P(); ++p)
+        for (int q = 0; q < c.Q(); ++q)
+          db[m] += dy[y_index(c, n, m, p, q)];
+}
+
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);
+}
+
+/// sum |a_i b_i|: the scale of a dot product's rounding error.
+double abs_dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    s += std::abs(a[i] * b[i]);
+  return s;
+}
+
+/// A few spread-out indices of an array of n elements (first, last, and some between).
+std::vector<std::size_t> probe_indices(std::size_t n, std::size_t count) {
+  std::vector<std::size_t> idx;
+  for (std::size_t i = 0; i < count && i < n; ++i)
+    idx.push_back(count == 1 ? 0 : (n - 1) * i / (count - 1));
+  return idx;
+}
+
+/// Central finite difference of f at v[i] (v restored afterwards).
+template <class F>
+double central_difference(std::vector<double>& v, std::size_t i, double eps, F&& f) {
+  const double saved = v[i];
+  v[i] = saved + eps;
+  const double up = f();
+  v[i] = saved - eps;
+  const double down = f();
+  v[i] = saved;
+  return (up - down) / (2 * eps);
+}
+
+template <class T>
+std::vector<double> rounded(std::vector<double> v) {
+  for (auto& e : v)
+    e = static_cast<double>(static_cast<T>(e));
+  return v;
+}
+
+// ---------------------------------------------------------------------------------
+// Convolution backward
+// ---------------------------------------------------------------------------------
+
+struct ConvParam {
+  ConvCase c;
+  Backend backend;
+};
+
+void PrintTo(const ConvParam& p, std::ostream* os) {
+  *os << p.c.name;
+}
+
+std::string conv_name(const ::testing::TestParamInfo<ConvParam>& info) {
+  return info.param.c.name + "_" + kcnn::to_string(info.param.c.layout) + "_" +
+         backend_name(info.param.backend);
+}
+
+std::vector<ConvParam> conv_params() {
+  std::vector<ConvParam> list;
+  auto cases = conv_shape_families();
+  cases.push_back({"batch5_stride2x1", 5, 3, 8, 7, 2, 3, 2, 2, 1, 1, 0});
+  for (const auto& base : cases)
+    for (Layout layout : {Layout::NCHW, Layout::NHWC})
+      for (Backend b : backends()) {
+        ConvCase c = base;
+        c.layout = layout;
+        list.push_back({c, b});
+      }
+  return list;
+}
+
+class Conv2dBackward : public ::testing::TestWithParam<ConvParam> {};
+
+/// Runs both backward convolutions of case c in T, with the default workspace and with
+/// a budget of about one image (so that the batch is processed in several chunks), and
+/// compares them with the host gradients.
+template <class T, class Space>
+void check_conv_backward(const Space& space, const ConvCase& c) {
+  SCOPED_TRACE(std::string("scalar ") + (std::is_same_v<T, float> ? "float" : "double"));
+  const auto xv = rounded<T>(random_values(product(c.x_extents()), 11));
+  const auto wv = rounded<T>(random_values(product(c.w_extents()), 12));
+  const auto dyv = rounded<T>(random_values(product(c.y_extents()), 13));
+  const auto want_dx = host_backward_data(c, dyv, wv);
+  std::vector<double> want_dw, want_db;
+  host_backward_weights(c, xv, dyv, want_dw, want_db);
+
+  auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
+  auto w = make_tensor<T, Space>("w", c.w_extents(), wv);
+  auto dy = make_tensor<T, Space>("dy", c.y_extents(), dyv);
+  Tensor4<T, Space> dx("dx", c.x_extents()[0], c.x_extents()[1], c.x_extents()[2],
+                       c.x_extents()[3]);
+  Tensor4<T, Space> dw("dw", c.w_extents()[0], c.w_extents()[1], c.w_extents()[2],
+                       c.w_extents()[3]);
+  Tensor1<T, Space> db("db", c.M);
+
+  const std::size_t K = std::size_t(c.C) * c.R * c.S, PQ = std::size_t(c.P()) * c.Q();
+  // Room for one image's unrolled matrix (plus alignment): one image per chunk.
+  const std::size_t one_image = K * PQ * sizeof(T) + 1024;
+  for (std::size_t limit : {std::size_t(0), one_image}) {
+    SCOPED_TRACE("workspace limit " + std::to_string(limit));
+    kcnn::Conv2dParams params = c.params();
+    params.workspace_limit_bytes = limit;
+    poison(dx);
+    poison(dw);
+    poison(db);
+    kcnn::conv2d_backward_data(space, dy, w, dx, params);
+    kcnn::conv2d_backward_weights(space, x, dy, dw, db, params);
+    space.fence();
+    EXPECT_LE(relative_error(to_host(dx), want_dx), tolerance<T>()) << "dx";
+    EXPECT_LE(relative_error(to_host(dw), want_dw), tolerance<T>()) << "dw";
+    EXPECT_LE(relative_error(to_host(db), want_db), tolerance<T>()) << "dbias";
+  }
+
+  if constexpr (std::is_same_v<T, double>) {
+    // Adjoint identities with kcnn's own forward: <conv(x, w), g> = <x, dx(g)> = <w, dw(x, g)>.
+    Tensor4<T, Space> y("y", c.y_extents()[0], c.y_extents()[1], c.y_extents()[2],
+                        c.y_extents()[3]);
+    kcnn::Conv2dParams params = c.params();
+    params.algo = kcnn::ConvAlgo::Reference;
+    kcnn::conv2d_forward(space, x, w, y, params);
+    space.fence();
+    const auto yv = to_host(y);
+    const double lhs = dot(yv, dyv), scale = abs_dot(yv, dyv) + 1e-300;
+    EXPECT_LE(std::abs(lhs - dot(xv, to_host(dx))) / scale, 1e-12) << "<conv(x), g> != <x, dx>";
+    EXPECT_LE(std::abs(lhs - dot(wv, to_host(dw))) / scale, 1e-12) << "<conv(x), g> != <w, dw>";
+
+    // Finite differences of the host loss L = <conv(x, w) + bias, g> (independent of
+    // kcnn's forward); L is linear, so the central difference is exact up to rounding.
+    ConvCase cb = c;
+    cb.bias = true;
+    auto xs = xv, ws = wv;
+    std::vector<double> bs(c.M, 0.25);
+    auto loss = [&] { return dot(host_conv2d(cb, xs, ws, bs), dyv); };
+    const auto got_dx = to_host(dx), got_dw = to_host(dw), got_db = to_host(db);
+    auto fd_check = [&](const char* what, std::vector<double>& v, const std::vector<double>& got,
+                        std::size_t probes) {
+      double mag = 1;
+      for (double g : got)
+        mag = std::max(mag, std::abs(g));
+      for (std::size_t i : probe_indices(v.size(), probes)) {
+        const double fd = central_difference(v, i, 1e-3, loss);
+        EXPECT_NEAR(got[i], fd, 1e-8 * mag) << what << "[" << i << "]";
+      }
+    };
+    fd_check("dx", xs, got_dx, 5);
+    fd_check("dw", ws, got_dw, 5);
+    fd_check("dbias", bs, got_db, 3);
+  }
+}
+
+TEST_P(Conv2dBackward, MatchesHostGradientsFiniteDifferencesAndAdjoints) {
+  const auto& param = GetParam();
+  with_backend(param.backend, [&](const auto& space) {
+    using Space = std::decay_t<decltype(space)>;
+    check_conv_backward<float, Space>(space, param.c);
+    check_conv_backward<double, Space>(space, param.c);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dBackward, ::testing::ValuesIn(conv_params()), conv_name);
+
+/// LayoutLeft operands (not row-major: the packed GEMM paths) and an empty-bias call.
+TEST(Conv2dBackwardViews, LayoutLeftAndNoBias) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  using Left4 = Kokkos::View<double****, Kokkos::LayoutLeft, Space::memory_space>;
+  for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+    ConvCase c{"left", 3, 2, 9, 8, 3, 3, 2, 2, 1, 1, 0};
+    c.layout = layout;
+    SCOPED_TRACE(kcnn::to_string(layout));
+    const auto xv = random_values(product(c.x_extents()), 21);
+    const auto wv = random_values(product(c.w_extents()), 22);
+    const auto dyv = random_values(product(c.y_extents()), 23);
+    auto left = [](const std::string& label, const std::array<int, 4>& e,
+                   const std::vector<double>& v) {
+      Left4 out(label, e[0], e[1], e[2], e[3]);
+      auto h = Kokkos::create_mirror_view(out);
+      std::size_t i = 0;  // v is row-major in the index order
+      for (int a = 0; a < e[0]; ++a)
+        for (int b = 0; b < e[1]; ++b)
+          for (int d = 0; d < e[2]; ++d)
+            for (int f = 0; f < e[3]; ++f)
+              h(a, b, d, f) = v.empty() ? 0.0 : v[i++];
+      Kokkos::deep_copy(out, h);
+      return out;
+    };
+    auto row_major = [](const Left4& v) {
+      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+      std::vector<double> out;
+      for (std::size_t a = 0; a < h.extent(0); ++a)
+        for (std::size_t b = 0; b < h.extent(1); ++b)
+          for (std::size_t d = 0; d < h.extent(2); ++d)
+            for (std::size_t f = 0; f < h.extent(3); ++f)
+              out.push_back(h(a, b, d, f));
+      return out;
+    };
+    auto x = left("x", c.x_extents(), xv), w = left("w", c.w_extents(), wv);
+    auto dy = left("dy", c.y_extents(), dyv);
+    auto dx = left("dx", c.x_extents(), {}), dw = left("dw", c.w_extents(), {});
+    poison(dx);
+    poison(dw);
+    kcnn::conv2d_backward_data(Space(), dy, w, dx, c.params());
+    kcnn::conv2d_backward_weights(Space(), x, dy, dw, c.params());
+    Space().fence();
+    std::vector<double> want_dw, want_db;
+    host_backward_weights(c, xv, dyv, want_dw, want_db);
+    EXPECT_LE(relative_error(row_major(dx), host_backward_data(c, dyv, wv)), 1e-12);
+    EXPECT_LE(relative_error(row_major(dw), want_dw), 1e-12);
+  }
+}
+
+TEST(Conv2dBackwardViews, EmptyBatchAndNoFilters) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  using T4 = Tensor4<double, Space>;
+  // N = 0: dw and dbias are zero gradients; dx has no elements.
+  T4 x("x", 0, 2, 5, 5), dy("dy", 0, 3, 3, 3), w("w", 3, 2, 3, 3), dw("dw", 3, 2, 3, 3);
+  Tensor1<double, Space> db("db", 3);
+  poison(dw);
+  poison(db);
+  kcnn::conv2d_backward_data(Space(), dy, w, x, kcnn::Conv2dParams{});
+  kcnn::conv2d_backward_weights(Space(), x, dy, dw, db, kcnn::Conv2dParams{});
+  for (double v : to_host(dw))
+    EXPECT_EQ(v, 0.0);
+  for (double v : to_host(db))
+    EXPECT_EQ(v, 0.0);
+  // M = 0: y does not depend on x, dx = 0.
+  T4 dy0("dy0", 2, 0, 3, 3), w0("w0", 0, 2, 3, 3), dx("dx", 2, 2, 5, 5);
+  poison(dx);
+  kcnn::conv2d_backward_data(Space(), dy0, w0, dx, kcnn::Conv2dParams{});
+  for (double v : to_host(dx))
+    EXPECT_EQ(v, 0.0);
+}
+
+// ---------------------------------------------------------------------------------
+// Pooling backward
+// ---------------------------------------------------------------------------------
+
+std::size_t pool_x_index(const PoolCase& c, int n, int ch, int h, int w) {
+  return c.nhwc() ? ((static_cast<std::size_t>(n) * c.H + h) * c.W + w) * c.C + ch
+                  : ((static_cast<std::size_t>(n) * c.C + ch) * c.H + h) * c.W + w;
+}
+std::size_t pool_y_index(const PoolCase& c, int n, int ch, int p, int q) {
+  return c.nhwc() ? ((static_cast<std::size_t>(n) * c.P() + p) * c.Q() + q) * c.C + ch
+                  : ((static_cast<std::size_t>(n) * c.C + ch) * c.P() + p) * c.Q() + q;
+}
+
+/// Scatters every output gradient onto its window: Max to the first strictly largest
+/// real cell in row-major window order, Average dy/divisor to every real cell with
+/// PyTorch's divisor (as host_pool2d).
+std::vector<double> host_pool_backward(const PoolCase& c, const std::vector<double>& x,
+                                       const std::vector<double>& dy) {
+  std::vector<double> dx(product(c.x_extents()), 0.0);
+  for (int n = 0; n < c.N; ++n)
+    for (int ch = 0; ch < c.C; ++ch)
+      for (int p = 0; p < c.P(); ++p)
+        for (int q = 0; q < c.Q(); ++q) {
+          const int hs = p * c.stride_h - c.pad_h, ws = q * c.stride_w - c.pad_w;
+          const int padded = (std::min(hs + c.window_h, c.H + c.pad_h) - hs) *
+                             (std::min(ws + c.window_w, c.W + c.pad_w) - ws);
+          std::vector<std::size_t> cells;
+          for (int r = 0; r < c.window_h; ++r)
+            for (int s = 0; s < c.window_w; ++s) {
+              const int h = hs + r, w = ws + s;
+              if (h >= 0 && h < c.H && w >= 0 && w < c.W)
+                cells.push_back(pool_x_index(c, n, ch, h, w));
+            }
+          const double g = dy[pool_y_index(c, n, ch, p, q)];
+          if (c.mode == PoolMode::Max) {
+            std::size_t best = cells[0];
+            for (std::size_t cell : cells)
+              if (x[cell] > x[best]) best = cell;
+            dx[best] += g;
+          } else {
+            const double divisor = c.count_include_pad ? padded : double(cells.size());
+            for (std::size_t cell : cells)
+              dx[cell] += g / divisor;
+          }
+        }
+  return dx;
+}
+
+struct PoolParam {
+  PoolCase c;
+  Backend backend;
+  bool ties = false;  ///< x holds only -1, 0, 1: Max windows with equal maxima
+};
+
+void PrintTo(const PoolParam& p, std::ostream* os) {
+  *os << p.c.name;
+}
+
+std::string pool_name(const ::testing::TestParamInfo<PoolParam>& info) {
+  const auto& c = info.param.c;
+  const std::string mode =
+      c.mode == PoolMode::Max ? "Max" : (c.count_include_pad ? "AvgInclPad" : "AvgExclPad");
+  return c.name + (info.param.ties ? "_ties_" : "_") + kcnn::to_string(c.layout) + "_" + mode +
+         "_" + backend_name(info.param.backend);
+}
+
+std::vector<PoolParam> pool_params() {
+  // name, N, C, H, W, window h/w, stride h/w, pad h/w
+  const std::vector<PoolCase> shapes = {
+      {"batch1_c1", 1, 1, 6, 6, 2, 2, 2, 2},
+      {"lenet_s2", 2, 4, 16, 16, 2, 2, 2, 2},
+      {"lenet_s4_nondividing", 2, 16, 34, 34, 4, 4, 4, 4},
+      {"overlap_3s2_pad1", 2, 3, 12, 9, 3, 3, 2, 2, 1, 1},
+      {"prime_nonsquare", 3, 7, 17, 13, 3, 2, 3, 2},
+      {"stride1", 2, 3, 8, 7, 3, 3, 1, 1},
+      {"stride_gt_window", 2, 3, 11, 10, 2, 2, 3, 3},
+      {"pad_window_minus_1", 2, 2, 5, 6, 3, 3, 1, 1, 2, 2},
+      {"window_beyond_input", 2, 3, 3, 1, 3, 3, 2, 2, 1, 1},
+      {"global", 1, 4, 7, 7, 7, 7, 7, 7},
+  };
+  std::vector<PoolParam> list;
+  for (const auto& base : shapes)
+    for (Layout layout : {Layout::NCHW, Layout::NHWC})
+      for (int mode = 0; mode < 3; ++mode)
+        for (Backend b : backends()) {
+          PoolCase c = base;
+          c.layout = layout;
+          c.mode = mode == 0 ? PoolMode::Max : PoolMode::Average;
+          c.count_include_pad = mode != 2;
+          list.push_back({c, b, false});
+          if (mode == 0 && base.name == "overlap_3s2_pad1") list.push_back({c, b, true});
+        }
+  return list;
+}
+
+class Pool2dBackward : public ::testing::TestWithParam<PoolParam> {};
+
+template <class T, class Space>
+void check_pool_backward(const Space& space, const PoolCase& c, bool ties) {
+  SCOPED_TRACE(std::string("scalar ") + (std::is_same_v<T, float> ? "float" : "double"));
+  auto xv = random_values(product(c.x_extents()), 31);
+  if (ties)
+    for (auto& v : xv)
+      v = std::round(v);
+  xv = rounded<T>(xv);
+  const auto dyv = rounded<T>(random_values(product(c.y_extents()), 32));
+  auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
+  auto dy = make_tensor<T, Space>("dy", c.y_extents(), dyv);
+  Tensor4<T, Space> dx("dx", c.x_extents()[0], c.x_extents()[1], c.x_extents()[2],
+                       c.x_extents()[3]);
+  poison(dx);
+  kcnn::pool2d_backward(space, x, dy, dx, c.params());
+  space.fence();
+  const auto got = to_host(dx);
+  EXPECT_LE(relative_error(got, host_pool_backward(c, xv, dyv)), tolerance<T>());
+
+  if constexpr (std::is_same_v<T, double>) {
+    if (ties) return;  // Max is not differentiable at ties
+    // Finite differences of L = <pool(x), g> with the host pooling; random values keep
+    // every window's maximum more than eps ahead of the rest.
+    auto xs = xv;
+    auto loss = [&] { return dot(host_pool2d(c, xs, {}), dyv); };
+    for (std::size_t i : probe_indices(xs.size(), 7)) {
+      const double fd = central_difference(xs, i, 1e-7, loss);
+      EXPECT_NEAR(got[i], fd, 1e-6) << "dx[" << i << "]";
+    }
+  }
+}
+
+TEST_P(Pool2dBackward, MatchesHostGradientAndFiniteDifferences) {
+  const auto& param = GetParam();
+  with_backend(param.backend, [&](const auto& space) {
+    using Space = std::decay_t<decltype(space)>;
+    check_pool_backward<float, Space>(space, param.c, param.ties);
+    check_pool_backward<double, Space>(space, param.c, param.ties);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Pool2dBackward, ::testing::ValuesIn(pool_params()), pool_name);
+
+// ---------------------------------------------------------------------------------
+// Activation backward
+// ---------------------------------------------------------------------------------
+
+class ActivationBackward : public ::testing::TestWithParam<std::tuple<Activation, Backend>> {};
+
+template <class T, class Space>
+void check_activation_backward(const Space& space, Activation a) {
+  SCOPED_TRACE(std::string("scalar ") + (std::is_same_v<T, float> ? "float" : "double"));
+  const std::array<int, 4> e{3, 5, 7, 2};
+  auto zv = random_values(product(e), 41);
+  for (auto& z : zv)
+    z *= 3;  // beyond sigmoid's and tanh's linear range
+  std::vector<double> yv(zv.size());
+  for (std::size_t i = 0; i < zv.size(); ++i)
+    yv[i] = static_cast<double>(static_cast<T>(host_activation(a, zv[i])));
+  const auto dyv = rounded<T>(random_values(zv.size(), 42));
+  auto y = make_tensor<T, Space>("y", e, yv);
+  auto dy = make_tensor<T, Space>("dy", e, dyv);
+  Tensor4<T, Space> dx("dx", e[0], e[1], e[2], e[3]);
+  poison(dx);
+  kcnn::activation_backward(space, a, y, dy, dx);
+  space.fence();
+  const auto got = to_host(dx);
+  // dy * act'(z) from the definitions of the derivatives
+  std::vector<double> want(zv.size());
+  for (std::size_t i = 0; i < zv.size(); ++i) {
+    const double z = zv[i];
+    double d = 1;
+    if (a == Activation::ReLU) d = z > 0 ? 1 : 0;
+    if (a == Activation::Sigmoid) d = std::exp(-z) / ((1 + std::exp(-z)) * (1 + std::exp(-z)));
+    if (a == Activation::Tanh) d = 1 / (std::cosh(z) * std::cosh(z));
+    want[i] = dyv[i] * d;
+  }
+  EXPECT_LE(relative_error(got, want), (std::is_same_v<T, float> ? 1e-4 : 1e-12));
+  if constexpr (std::is_same_v<T, double>) {
+    for (std::size_t i : probe_indices(zv.size(), 9)) {
+      const double fd =
+          (host_activation(a, zv[i] + 1e-6) - host_activation(a, zv[i] - 1e-6)) / 2e-6;
+      EXPECT_NEAR(got[i], dyv[i] * fd, 1e-8) << "dx[" << i << "] at z=" << zv[i];
+    }
+    // In place: dx is dy.
+    kcnn::activation_backward(space, a, y, dy, dy);
+    space.fence();
+    EXPECT_EQ(to_host(dy), got);
+  }
+}
+
+TEST_P(ActivationBackward, MatchesDerivativeAndFiniteDifferences) {
+  const auto [a, backend] = GetParam();
+  with_backend(backend, [&, a = a](const auto& space) {
+    using Space = std::decay_t<decltype(space)>;
+    check_activation_backward<float, Space>(space, a);
+    check_activation_backward<double, Space>(space, a);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(All, ActivationBackward,
+                         ::testing::Combine(::testing::Values(Activation::Identity,
+                                                              Activation::ReLU, Activation::Sigmoid,
+                                                              Activation::Tanh),
+                                            ::testing::ValuesIn(backends())),
+                         [](const ::testing::TestParamInfo<std::tuple<Activation, Backend>>& info) {
+                           return std::string(kcnn::to_string(std::get<0>(info.param))) + "_" +
+                                  backend_name(std::get<1>(info.param));
+                         });
+
+// ---------------------------------------------------------------------------------
+// Invalid calls: kcnn::Error with the named problem, the output untouched
+// ---------------------------------------------------------------------------------
+
+using Space = Kokkos::DefaultExecutionSpace;
+using T4 = Tensor4<float, Space>;
+using T1 = Tensor1<float, Space>;
+constexpr float kSentinel = 42.5f;
+
+T4 sentinel4(const std::string& label, int a, int b, int c, int d) {
+  T4 v(label, a, b, c, d);
+  Kokkos::deep_copy(v, kSentinel);
+  return v;
+}
+
+template <class View>
+bool untouched(const View& v) {
+  for (double e : to_host(v))
+    if (e != kSentinel) return false;
+  return true;
+}
+
+template <class F>
+void expect_error(F&& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no kcnn::Error; expected one containing: " << needle;
+  } catch (const kcnn::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << "message: " << e.what() << "\nexpected to contain: " << needle;
+  }
+}
+
+// The NCHW problem of the error tests: x (2, 3, 9, 8), w (4, 3, 3, 3), y (2, 4, 7, 6).
+TEST(BackwardErrors, BackwardData) {
+  T4 dy = sentinel4("dy", 2, 4, 7, 6), w = sentinel4("w", 4, 3, 3, 3);
+  kcnn::Conv2dParams p;
+  auto rejects = [&](T4 dx, const kcnn::Conv2dParams& params, const std::string& needle) {
+    expect_error([&] { kcnn::conv2d_backward_data(Space(), dy, w, dx, params); }, needle);
+    EXPECT_TRUE(untouched(dx)) << needle;
+  };
+  rejects(sentinel4("dx", 2, 3, 9, 9), p, "wrong dy extents (2, 4, 7, 6): expected NCHW");
+  rejects(sentinel4("dx", 2, 2, 9, 8), p, "channel mismatch: dx has C=2");
+  rejects(sentinel4("dx", 3, 3, 9, 8), p, "wrong dy extents");
+  kcnn::Conv2dParams relu = p;
+  relu.activation = Activation::ReLU;
+  rejects(sentinel4("dx", 2, 3, 9, 8), relu, "params.activation is ReLU");
+  kcnn::Conv2dParams pooled = p;
+  pooled.pool = kcnn::Pool2dParams{};
+  rejects(sentinel4("dx", 2, 3, 9, 8), pooled, "params.pool is set");
+  kcnn::Conv2dParams stride0 = p;
+  stride0.stride_h = 0;
+  rejects(sentinel4("dx", 2, 3, 9, 8), stride0, "stride must be >= 1");
+  kcnn::Conv2dParams tiny = p;
+  tiny.workspace_limit_bytes = 64;
+  rejects(sentinel4("dx", 2, 3, 9, 8), tiny, "workspace limit of 64 bytes is too small");
+  // dx overlapping dy
+  T4 big = sentinel4("big", 4, 4, 9, 8);
+  Kokkos::View<float****, Kokkos::LayoutRight, Space::memory_space,
+               Kokkos::MemoryTraits<Kokkos::Unmanaged>>
+      dy_alias(big.data(), 2, 4, 7, 6), dx_alias(big.data() + 10, 2, 3, 9, 8);
+  expect_error([&] { kcnn::conv2d_backward_data(Space(), dy_alias, w, dx_alias, p); },
+               "dx overlaps dy");
+  EXPECT_TRUE(untouched(big));
+}
+
+TEST(BackwardErrors, BackwardWeights) {
+  T4 x = sentinel4("x", 2, 3, 9, 8), dy = sentinel4("dy", 2, 4, 7, 6);
+  kcnn::Conv2dParams p;
+  auto rejects = [&](T4 dw, T1 db, const std::string& needle) {
+    expect_error([&] { kcnn::conv2d_backward_weights(Space(), x, dy, dw, db, p); }, needle);
+    EXPECT_TRUE(untouched(dw)) << needle;
+    EXPECT_TRUE(untouched(db)) << needle;
+  };
+  auto sentinel1 = [](int n) {
+    T1 v("db", n);
+    Kokkos::deep_copy(v, kSentinel);
+    return v;
+  };
+  rejects(sentinel4("dw", 4, 3, 3, 3), sentinel1(3),
+          "dbias has extent 3; expected 0 (no bias) or M=4");
+  rejects(sentinel4("dw", 4, 3, 5, 3), sentinel1(4), "wrong dy extents");
+  rejects(sentinel4("dw", 4, 2, 3, 3), sentinel1(4), "channel mismatch: x has C=3");
+  rejects(sentinel4("dw", 5, 3, 3, 3), sentinel1(5), "wrong dy extents");
+  // dbias inside dw
+  T4 dw = sentinel4("dw", 4, 3, 3, 3);
+  Kokkos::View<float*, Space::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> db_alias(
+      dw.data() + 5, 4);
+  expect_error([&] { kcnn::conv2d_backward_weights(Space(), x, dy, dw, db_alias, p); },
+               "dbias overlaps dw");
+  EXPECT_TRUE(untouched(dw));
+}
+
+TEST(BackwardErrors, PoolBackward) {
+  T4 x = sentinel4("x", 2, 3, 9, 8), dy = sentinel4("dy", 2, 3, 4, 4);
+  kcnn::Pool2dParams p;
+  auto rejects = [&](T4 dyv, T4 dx, const kcnn::Pool2dParams& params, const std::string& needle) {
+    expect_error([&] { kcnn::pool2d_backward(Space(), x, dyv, dx, params); }, needle);
+    EXPECT_TRUE(untouched(dx)) << needle;
+  };
+  rejects(dy, sentinel4("dx", 2, 3, 9, 9), p, "wrong dx extents (2, 3, 9, 9)");
+  rejects(sentinel4("dy5", 2, 3, 5, 4), sentinel4("dx", 2, 3, 9, 8), p, "wrong dy extents");
+  kcnn::Pool2dParams tanh = p;
+  tanh.activation = Activation::Tanh;
+  rejects(dy, sentinel4("dx", 2, 3, 9, 8), tanh, "params.activation is Tanh");
+  kcnn::Pool2dParams pad = p;
+  pad.pad_h = 2;
+  rejects(dy, sentinel4("dx", 2, 3, 9, 8), pad, "padding must be smaller than the window");
+  expect_error([&] { kcnn::pool2d_backward(Space(), x, dy, x, p); }, "dx overlaps x");
+  EXPECT_TRUE(untouched(x));
+}
+
+TEST(BackwardErrors, ActivationBackward) {
+  T4 y = sentinel4("y", 2, 3, 4, 5), dy = sentinel4("dy", 2, 3, 4, 5);
+  T4 dx = sentinel4("dx", 2, 3, 5, 4);
+  expect_error([&] { kcnn::activation_backward(Space(), Activation::ReLU, y, dy, dx); },
+               "dx has extents (2, 3, 5, 4)");
+  EXPECT_TRUE(untouched(dx));
+  Kokkos::View<float****, Kokkos::LayoutLeft, Space::memory_space> left("left", 2, 3, 4, 5);
+  Kokkos::deep_copy(left, kSentinel);
+  expect_error([&] { kcnn::activation_backward(Space(), Activation::ReLU, y, dy, left); },
+               "strides unlike y");
+  EXPECT_TRUE(untouched(left));
+  expect_error([&] { kcnn::activation_backward(Space(), static_cast<Activation>(9), y, dy, dy); },
+               "unknown activation value 9");
+  EXPECT_TRUE(untouched(dy));
+  T4 big = sentinel4("big", 3, 3, 4, 5);
+  Kokkos::View<float****, Kokkos::LayoutRight, Space::memory_space,
+               Kokkos::MemoryTraits<Kokkos::Unmanaged>>
+      in(big.data(), 2, 3, 4, 5), out(big.data() + 7, 2, 3, 4, 5);
+  expect_error([&] { kcnn::activation_backward(Space(), Activation::Tanh, y, in, out); },
+               "dx overlaps dy");
+  EXPECT_TRUE(untouched(big));
+}
+
+}  // namespace
+}  // namespace kcnn_test
