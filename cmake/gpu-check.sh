@@ -9,12 +9,17 @@
 # Other steps: quickstart; resusage (registers, stack, spills of kcnn_perf's kernels, from
 # cuobjdump, with the stack frames of kcnn's kernels in the summary); sass (SASS of
 # all of kcnn_perf, gzipped, into sass_kcnn_perf.txt.gz).
+# lenet5 (examples/lenet5: infer on the 10,000 test images with the packed weights, and
+# with KCNN_LENET5_TRAIN_EPOCHS=E also train from scratch for E epochs).
 # Environment: KCNN_MEMCHECK_FILTER (gtest filter for memcheck), KCNN_PERF_ARGS.
 set -uo pipefail
 carry=${1:-.carry}
 logs=${2:-${OUT:-gpu-logs}}
 what=${3:-tests,memcheck,bench,anchor}
 mkdir -p "$logs"
+if [[ -f $carry/bundle.tar.xz && ! -d $carry/bin ]]; then
+  tar -C "$carry" -xJf "$carry/bundle.tar.xz" || { echo "gpu-check: cannot unpack the bundle"; exit 1; }
+fi
 export LD_LIBRARY_PATH="$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 summary=$logs/summary.txt
 : >"$summary"
@@ -45,6 +50,17 @@ fi
 if has sass; then
   cuobjdump -sass "$carry/bin/kcnn_perf" 2>&1 | gzip >"$logs/sass_kcnn_perf.txt.gz"
   note "sass: exit ${PIPESTATUS[0]}"
+fi
+if has lenet5 && [[ -x $carry/bin/lenet5 ]]; then
+  weights=$carry/lenet5_weights.bin
+  "$carry/bin/lenet5" infer --data "$carry/data" --weights "$weights" --batch 10000 \
+    >"$logs/lenet5_infer.log" 2>&1
+  note "lenet5 infer: exit $? | $(grep -iE 'accuracy' "$logs/lenet5_infer.log" | tail -n 1)"
+  if [[ -n ${KCNN_LENET5_TRAIN_EPOCHS:-} ]]; then
+    "$carry/bin/lenet5" train --data "$carry/data" --epochs "$KCNN_LENET5_TRAIN_EPOCHS" \
+      --out "$logs/lenet5_trained.bin" >"$logs/lenet5_train.log" 2>&1
+    note "lenet5 train: exit $? | $(grep -iE 'accuracy' "$logs/lenet5_train.log" | tail -n 2 | tr '\n' ' ')"
+  fi
 fi
 if has bench; then
   "$carry/bin/kcnn_perf" --benchmark_out="$logs/kcnn_perf.json" --benchmark_out_format=json \

@@ -10,14 +10,22 @@ set -euo pipefail
 build=${1:-build/cuda}
 out=${2:-.carry}
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib" "$out/anchors"
-for exe in unit_tests/kcnn_unit_tests perf_tests/kcnn_perf examples/kcnn_quickstart; do
+for exe in unit_tests/kcnn_unit_tests perf_tests/kcnn_perf examples/kcnn_quickstart examples/lenet5; do
   [[ -x $build/$exe ]] && cp "$build/$exe" "$out/bin/"
 done
 # Shared libraries from Debian packages (not libc, not CUDA's, which the GPU image has).
 for exe in "$out"/bin/*; do
   ldd "$exe" | awk '/=> \// {print $3}'
-done | sort -u | grep -E 'libbenchmark|libopenblas|libgfortran|libquadmath|libgtest' |
+done | sort -u | grep -E 'libbenchmark|libopenblas|libgfortran|libquadmath|libgtest|libz\.' |
   while read -r lib; do cp -L "$lib" "$out/lib/"; done
 anchors=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/../shared/anchors
 [[ -d $anchors ]] && cp "$anchors"/cudnn_anchor.py "$out/anchors/"
+# The LeNet-5 example's data and weights (examples/lenet5), when this machine has them.
+data=/usr/share/datasets/fashion-mnist
+[[ -d $data ]] && mkdir -p "$out/data" && cp "$data"/*.gz "$out/data/"
+weights=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/examples/lenet5/lenet5_weights.bin
+[[ -f $weights ]] && cp "$weights" "$out/"
+# The carried folder travels within 64 MiB: the executables and libraries go as one
+# xz archive (cmake/gpu-check.sh unpacks it).
+tar -C "$out" -cf - bin lib | xz -T0 -6 >"$out/bundle.tar.xz" && rm -rf "$out/bin" "$out/lib"
 du -sh "$out"
