@@ -100,7 +100,7 @@ inline int balanced_threads(int need, int cap) {
 /// Chooses the team geometry for micro-tile `Micro` within `scratch_bytes` of scratch.
 template <class Micro, class Scalar>
 TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host, std::size_t scratch_bytes,
-                                  bool pad_rows) {
+                                  bool pad_rows, bool warp_aware = true) {
   TiledGeometry g;
   const int need_m = ceil_div(pb.M, Micro::BM);
   const int need_p = ceil_div(pb.P, Micro::BH);
@@ -121,21 +121,29 @@ TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host, std::si
     // useful, where 9 rows x 2 groups (162 threads, 6 warps, two row tiles of 18) had
     // 75%. LeNet C1 (80x80, 20 column threads): 8 rows = 160 threads, 100%.
     g.threads_q = balanced_threads(need_q, 32);
-    double best = -1.0;
-    for (int tm = 1; tm <= std::min(need_m, 4); ++tm) {
-      for (int tp = 1; tp <= need_p; ++tp) {
-        const int threads = g.threads_q * tp * tm;
-        if (threads > 256) break;
-        const std::int64_t warps = (threads + 31) / 32;
-        const std::int64_t tiles = std::int64_t(ceil_div(need_m, tm)) * ceil_div(need_p, tp);
-        const double useful = double(pb.P) * double(pb.M);  // per column tile: same for all
-        const double lanes = double(tiles) * double(warps * 32) * Micro::BM * Micro::BH;
-        // Small teams restage the halo more often: prefer >= 4 warps when they exist.
-        const double score = useful / lanes * (warps >= 4 ? 1.0 : 0.8);
-        if (score > best + 1e-9) {
-          best = score;
-          g.threads_p = tp;
-          g.threads_m = tm;
+    if (!warp_aware) {
+      // Strided and runtime-size kernels: up to 4 channel groups first, then rows (their
+      // scalar reads of the staged tile were slower with the warp-aware shapes: LeNet
+      // C3 at stride 2, 3.1 -> 3.5 ms).
+      g.threads_m = balanced_threads(need_m, 4);
+      g.threads_p = balanced_threads(need_p, std::max(1, 256 / (g.threads_q * g.threads_m)));
+    } else {
+      double best = -1.0;
+      for (int tm = 1; tm <= std::min(need_m, 4); ++tm) {
+        for (int tp = 1; tp <= need_p; ++tp) {
+          const int threads = g.threads_q * tp * tm;
+          if (threads > 256) break;
+          const std::int64_t warps = (threads + 31) / 32;
+          const std::int64_t tiles = std::int64_t(ceil_div(need_m, tm)) * ceil_div(need_p, tp);
+          const double useful = double(pb.P) * double(pb.M);  // per column tile: same for all
+          const double lanes = double(tiles) * double(warps * 32) * Micro::BM * Micro::BH;
+          // Small teams restage the halo more often: prefer >= 4 warps when they exist.
+          const double score = useful / lanes * (warps >= 4 ? 1.0 : 0.8);
+          if (score > best + 1e-9) {
+            best = score;
+            g.threads_p = tp;
+            g.threads_m = tm;
+          }
         }
       }
     }
@@ -173,6 +181,32 @@ TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host, std::si
       std::clamp<std::int64_t>(static_cast<std::int64_t>(scratch_bytes / per_channel), 1, pb.C));
   return g;
 }
+
+/// A position (a, b, c) in a grid whose two fast extents are (B, C), c fastest, moved by
+/// a fixed step with carries instead of a division per element. Every step's c and b
+/// parts are below C and B, so one carry each suffices.
+struct GridWalker {
+  int a, b, c;
+  int step_a, step_b, step_c;
+  int B, C;
+  KOKKOS_INLINE_FUNCTION GridWalker(int start, int step, int C_, int B_) : B(B_), C(C_) {
+    c = start % C;
+    b = (start / C) % B;
+    a = start / (C * B);
+    step_c = step % C;
+    step_b = (step / C) % B;
+    step_a = step / (C * B);
+  }
+  KOKKOS_INLINE_FUNCTION void advance() {
+    c += step_c;
+    int carry = c >= C ? 1 : 0;
+    c -= carry * C;
+    b += step_b + carry;
+    carry = b >= B ? 1 : 0;
+    b -= carry * B;
+    a += step_a + carry;
+  }
+};
 
 /// The kernel. KR/KS: compile-time filter extents (0: runtime). Unit: stride and
 /// dilation are 1 (scratch offsets become compile-time constants).
@@ -317,35 +351,39 @@ struct Conv2dTiledKernel {
 
   /// GPUs: all threads of the team stride through the tile in global-memory order (NCHW:
   /// columns fastest; NHWC: channels fastest), so a warp reads consecutive addresses.
+  /// Each thread decomposes its first index once and then steps its position by the team
+  /// size with carries (GridWalker): integer divisions per staged element were the
+  /// largest part of LeNet C1's instructions (Nsight Compute: the integer pipe busier
+  /// than the FMA pipe).
   KOKKOS_INLINE_FUNCTION void stage_device(const member_type& team, const ScratchView& in_tile,
                                            const ScratchView& w_tile, const TileOrigin& o, int c0,
                                            int cc) const {
-    const int in_plane = g.in_plane(), in_hw = g.in_h * g.in_w;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, cc * in_hw), [&](const int i) {
-      int c, ih, iw;
-      if constexpr (L == Layout::NCHW) {
-        iw = i % g.in_w;
-        ih = (i / g.in_w) % g.in_h;
-        c = i / in_hw;
-      } else {
-        c = i % cc;
-        iw = (i / cc) % g.in_w;
-        ih = i / (cc * g.in_w);
+    const int t = team.team_rank(), T = team.team_size();
+    const int in_plane = g.in_plane(), total = cc * g.in_h * g.in_w;
+    if constexpr (L == Layout::NCHW) {
+      GridWalker pos(t, T, g.in_w, g.in_h);  // (channel, row, column)
+      for (int i = t; i < total; i += T, pos.advance()) {
+        const std::int64_t h = o.h0 + pos.b, wc = o.w0 + pos.c;
+        const bool inside = h >= 0 && h < pb.H && wc >= 0 && wc < pb.W;
+        in_tile(pos.a * in_plane + pos.b * g.in_pitch + pos.c) =
+            inside ? at<L>(x, o.n, c0 + pos.a, h, wc) : scalar(0);
       }
-      const std::int64_t h = o.h0 + ih, wc = o.w0 + iw;
-      const bool inside = h >= 0 && h < pb.H && wc >= 0 && wc < pb.W;
-      in_tile(c * in_plane + ih * g.in_pitch + iw) =
-          inside ? at<L>(x, o.n, c0 + c, h, wc) : scalar(0);
-    });
+    } else {
+      GridWalker pos(t, T, cc, g.in_w);  // (row, column, channel)
+      for (int i = t; i < total; i += T, pos.advance()) {
+        const std::int64_t h = o.h0 + pos.a, wc = o.w0 + pos.b;
+        const bool inside = h >= 0 && h < pb.H && wc >= 0 && wc < pb.W;
+        in_tile(pos.c * in_plane + pos.a * g.in_pitch + pos.b) =
+            inside ? at<L>(x, o.n, c0 + pos.c, h, wc) : scalar(0);
+      }
+    }
     // Weights, stored [c][r][s][m] so a thread's BM channels are adjacent.
-    const int taps = R() * S();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, cc * taps * g.tile_m), [&](const int i) {
-      const int m = i % g.tile_m;
-      const int tap = (i / g.tile_m) % taps;
-      const int c = i / (g.tile_m * taps);
-      const bool inside = o.m0 + m < pb.M;
-      w_tile(i) = inside ? at<L>(w, o.m0 + m, c0 + c, tap / S(), tap % S()) : scalar(0);
-    });
+    const int taps = R() * S(), w_total = cc * taps * g.tile_m;
+    GridWalker pos(t, T, g.tile_m, taps);  // (channel, tap, filter)
+    for (int i = t; i < w_total; i += T, pos.advance()) {
+      const bool inside = o.m0 + pos.c < pb.M;
+      w_tile(i) = inside ? at<L>(w, o.m0 + pos.c, c0 + pos.a, pos.b / S(), pos.b % S()) : scalar(0);
+    }
   }
 
   /// CPUs: one thread per team, so plain nested loops without index division; the
@@ -457,7 +495,10 @@ struct Conv2dTiledKernel {
     for (int c = 0; c < cc; ++c) {
       const scalar* in_c = in_base + c * in_plane;
       const scalar* w_c = w_base + c * w_chunk;
-      KCNN_DEVICE_UNROLL
+      // Filter rows stay a loop: unrolling them too made the LeNet C3 body (49 taps x 64
+      // multiply-adds) larger than the instruction cache, and a third of the warps'
+      // stalls were instruction fetches (Nsight Compute).
+      KCNN_DEVICE_NO_UNROLL
       for (int r = 0; r < KR; ++r) {
         scalar window[BH][kVecs * 4];
         KCNN_DEVICE_UNROLL
@@ -530,15 +571,15 @@ struct Conv2dTiledKernel {
     scalar v[2];
   };
 
-  /// Stores `Count` outputs that are consecutive in y, starting at dst: with 16- or
-  /// 8-byte stores when all are in range and dst is aligned (float only), else one by
-  /// one up to `valid`. A warp's lanes then write whole 32-byte sectors instead of
-  /// every 4th float of them.
+  /// Stores `Count` outputs that are `stride` elements apart in y, starting at dst, up to
+  /// `valid` of them: with 16- or 8-byte stores when all are in range, they are adjacent
+  /// (stride 1, LayoutRight) and dst is aligned (float only), else one by one. A warp's
+  /// lanes then write whole 32-byte sectors instead of every 4th float of them.
   template <int Count>
-  KOKKOS_FORCEINLINE_FUNCTION static void store_run(scalar* dst, const scalar (&out)[Count],
-                                                    int valid, bool contiguous) {
+  KOKKOS_FORCEINLINE_FUNCTION static void store_run(scalar* dst, std::int64_t stride,
+                                                    const scalar (&out)[Count], int valid) {
     if constexpr (std::is_same_v<scalar, float> && Count % 2 == 0) {
-      if (contiguous && valid >= Count) {
+      if (stride == 1 && valid >= Count) {
         const auto addr = reinterpret_cast<std::uintptr_t>(dst);
         if constexpr (Count % 4 == 0) {
           if (addr % 16 == 0) {
@@ -557,22 +598,20 @@ struct Conv2dTiledKernel {
         }
       }
     }
-    (void)contiguous;
     KCNN_DEVICE_UNROLL
     for (int i = 0; i < Count; ++i)
-      if (i < valid) dst[i] = out[i];
+      if (i < valid) dst[i * stride] = out[i];
   }
 
   /// GPU store: every loop has a compile-time trip count and indexes the micro-tile
   /// with constants only, so the accumulators stay in registers (a loop with an early
   /// exit or a pointer to a row of them sends the whole array to local memory). NCHW
-  /// stores runs of BW columns, NHWC runs of BM channels (store_run); `contiguous`: y's
-  /// last index has stride 1 (LayoutRight), so such a run is consecutive in memory.
+  /// stores runs of BW columns, NHWC runs of BM channels (store_run): y's last index.
   KOKKOS_FORCEINLINE_FUNCTION void store_device(const scalar (&acc)[BM][BH][BW],
                                                 const TileOrigin& o, int t) const {
     int m_first, p_first, q_first;
     micro_origin(o, t, m_first, p_first, q_first);
-    const bool contiguous = y.stride(3) == 1;
+    const auto run_stride = static_cast<std::int64_t>(y.stride(3));  // q (NCHW) or m (NHWC)
     if constexpr (L == Layout::NCHW) {
       const int q_valid = static_cast<int>(pb.Q - q_first);
       KCNN_DEVICE_UNROLL
@@ -588,7 +627,7 @@ struct Conv2dTiledKernel {
           for (int bw = 0; bw < BW; ++bw)
             out[bw] = apply_activation(pb.activation, acc[bm][bh][bw] + b);
           if (m_ok && p < pb.P && q_valid > 0)
-            store_run<BW>(&at<L>(y, o.n, m, p, q_first), out, q_valid, contiguous);
+            store_run<BW>(&at<L>(y, o.n, m, p, q_first), run_stride, out, q_valid);
         }
       }
     } else {
@@ -608,7 +647,7 @@ struct Conv2dTiledKernel {
           for (int bm = 0; bm < BM; ++bm)
             out[bm] = apply_activation(pb.activation, acc[bm][bh][bw] + b[bm]);
           if (p < pb.P && q < pb.Q && m_valid > 0)
-            store_run<BM>(&at<L>(y, o.n, m_first, p, q), out, m_valid, contiguous);
+            store_run<BM>(&at<L>(y, o.n, m_first, p, q), run_stride, out, m_valid);
         }
       }
     }
@@ -642,8 +681,8 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
   const std::size_t budget = static_cast<std::size_t>(Policy::scratch_size_max(0)) - 256;
   // Rows padded to 16 bytes only for the vector loads: the scalar strided path reads
   // with fewer bank conflicts from unpadded (often odd) row pitches.
-  const TiledGeometry g =
-      make_tiled_geometry<Micro, Scalar>(pb, on_host, budget, Kernel::vector_loads);
+  const TiledGeometry g = make_tiled_geometry<Micro, Scalar>(
+      pb, on_host, budget, Kernel::vector_loads, Kernel::vector_loads);
 
   const std::int64_t league = g.league_size(pb.N);
   throw_if(league > std::int64_t(0x7fffffff), "kcnn::conv2d_forward", "ConvAlgo::Tiled: ", league,

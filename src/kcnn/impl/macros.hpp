@@ -12,6 +12,14 @@
 #define KCNN_DEVICE_UNROLL
 #endif
 
+/// Asks the device compiler to keep the next loop a loop (CUDA device code only): for
+/// loops whose unrolled body would not fit the instruction cache.
+#if defined(__CUDA_ARCH__)
+#define KCNN_DEVICE_NO_UNROLL _Pragma("unroll 1")
+#else
+#define KCNN_DEVICE_NO_UNROLL
+#endif
+
 /// Asks the host compiler to vectorize the next loop (OpenMP SIMD, honoured when the
 /// host compiler runs with OpenMP, as Kokkos' OpenMP backend requires). Nothing in
 /// device code, where the loop runs per thread anyway.
