@@ -598,6 +598,9 @@ TEST(BackwardErrors, BackwardWeights) {
   rejects(sentinel4("dw", 4, 3, 5, 3), sentinel1(4), "wrong dy extents");
   rejects(sentinel4("dw", 4, 2, 3, 3), sentinel1(4), "channel mismatch: x has C=3");
   rejects(sentinel4("dw", 5, 3, 3, 3), sentinel1(5), "wrong dy extents");
+  p.workspace_limit_bytes = 64;  // checked before the bias gradient is written
+  rejects(sentinel4("dw", 4, 3, 3, 3), sentinel1(4), "workspace limit of 64 bytes is too small");
+  p.workspace_limit_bytes = 0;
   // dbias inside dw
   T4 dw = sentinel4("dw", 4, 3, 3, 3);
   Kokkos::View<float*, Space::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>> db_alias(

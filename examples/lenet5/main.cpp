@@ -57,6 +57,16 @@ using UnmanagedVector =
 
 constexpr int kImage = 28, kInput = 86, kClasses = 10;
 
+// Kokkos moved its math functions out of Experimental in 3.6 (and removed the old names
+// in 4.x); use whichever this Kokkos has.
+#if KOKKOS_VERSION >= 30600
+using Kokkos::exp;
+using Kokkos::log;
+#else
+using Kokkos::Experimental::exp;
+using Kokkos::Experimental::log;
+#endif
+
 // ---------------------------------------------------------------------------------
 // Fashion-MNIST (gzip-compressed idx files)
 // ---------------------------------------------------------------------------------
@@ -206,14 +216,13 @@ LossAndCorrect softmax_cross_entropy(const Matrix& logits,
           if (logits(b, k) > top) top = logits(b, k), best = k;
         float sum = 0;
         for (int k = 0; k < kClasses; ++k)
-          sum += Kokkos::Experimental::exp(logits(b, k) - top);
-        loss_sum += double(Kokkos::Experimental::log(sum) + top - logits(b, label));
+          sum += exp(logits(b, k) - top);
+        loss_sum += double(log(sum) + top - logits(b, label));
         correct_sum += best == label ? 1 : 0;
         if (gradient)
           for (int k = 0; k < kClasses; ++k)
             dlogits(b, k) =
-                (Kokkos::Experimental::exp(logits(b, k) - top) / sum - (k == label ? 1.f : 0.f)) /
-                float(batch);
+                (exp(logits(b, k) - top) / sum - (k == label ? 1.f : 0.f)) / float(batch);
       },
       loss, correct);
   return {loss, correct};

@@ -241,19 +241,20 @@ void conv2d_backward_weights_gemm(const ExecSpace& space, const XView& x, const 
   using Matrix = GemmMatrix<ExecSpace, T>;
   using ConstMatrix = GemmMatrix<ExecSpace, const T>;
   constexpr const char* op = "kcnn::conv2d_backward_weights";
+  const auto map = UnrollMap<L>::from(pb);
+  const std::int64_t K = map.taps(), M = pb.M, PQ = map.pixels_per_image();
+  const bool pack_dw = !is_row_major(dw), pack_dy = !is_row_major(dy);
+  const std::size_t Tb = sizeof(T);
+  // Planned (and so checked against the workspace limit) before anything is written.
+  const BackwardChunks plan =
+      plan_backward_chunks(op, pb, pack_dw ? std::size_t(M * K) * Tb : 0,
+                           std::size_t(K * PQ) * Tb + (pack_dy ? std::size_t(M * PQ) * Tb : 0),
+                           pb.workspace_limit_bytes, runs_on_host_v<ExecSpace>);
   if (pb.has_bias) conv2d_bias_gradient<L>(space, dy, dbias, pb);
   if (pb.N == 0) {  // the gradient of an empty batch is zero
     zero_fill<ExecSpace, T>(space, dw);
     return;
   }
-  const auto map = UnrollMap<L>::from(pb);
-  const std::int64_t K = map.taps(), M = pb.M, PQ = map.pixels_per_image();
-  const bool pack_dw = !is_row_major(dw), pack_dy = !is_row_major(dy);
-  const std::size_t Tb = sizeof(T);
-  const BackwardChunks plan =
-      plan_backward_chunks(op, pb, pack_dw ? std::size_t(M * K) * Tb : 0,
-                           std::size_t(K * PQ) * Tb + (pack_dy ? std::size_t(M * PQ) * Tb : 0),
-                           pb.workspace_limit_bytes, runs_on_host_v<ExecSpace>);
 
   auto lease = WorkspaceCache<ExecSpace>::acquire(space, plan.workspace_bytes());
   unsigned char* base = lease.data();
