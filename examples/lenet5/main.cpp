@@ -578,6 +578,13 @@ int infer(const Options& o) {
   int correct = 0;
   Tensor x("x", batch, 1, kInput, kInput), p1("p1", batch, 4, 40, 40), p2("p2", batch, 16, 8, 8);
   Matrix h("h", batch, 32), logits("logits", batch, kClasses);
+  // One untimed pass over the first batch: first-call costs (kernel loading, the cached
+  // scratch of the fused pooling, BLAS handles) are not part of a layer's Op Time.
+  upsample_batch(data.images, data.order, 0, x);
+  kcnn::conv2d_forward(Space(), x, net.w1, net.b1, p1, c1);
+  kcnn::conv2d_forward(Space(), p1, net.w2, net.b2, p2, c3);
+  dense_forward(net, p2, h, logits);
+  Kokkos::fence();
   for (int first = 0; first < count; first += batch) {
     const int n = std::min(batch, count - first);
     auto xs = Kokkos::subview(x, std::make_pair(0, n), Kokkos::ALL, Kokkos::ALL, Kokkos::ALL);
