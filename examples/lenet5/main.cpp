@@ -59,6 +59,9 @@ constexpr int kImage = 28, kInput = 86, kClasses = 10;
 
 // Kokkos moved its math functions out of Experimental in 3.6 (and removed the old names
 // in 4.x); use whichever this Kokkos has.
+// (In a namespace of their own: declared at file scope they make nvcc's own exp(double)
+// ambiguous in CUDA's math headers.)
+namespace device_math {
 #if KOKKOS_VERSION >= 30600
 using Kokkos::exp;
 using Kokkos::log;
@@ -66,6 +69,7 @@ using Kokkos::log;
 using Kokkos::Experimental::exp;
 using Kokkos::Experimental::log;
 #endif
+}  // namespace device_math
 
 // ---------------------------------------------------------------------------------
 // Fashion-MNIST (gzip-compressed idx files)
@@ -216,13 +220,14 @@ LossAndCorrect softmax_cross_entropy(const Matrix& logits,
           if (logits(b, k) > top) top = logits(b, k), best = k;
         float sum = 0;
         for (int k = 0; k < kClasses; ++k)
-          sum += exp(logits(b, k) - top);
-        loss_sum += double(log(sum) + top - logits(b, label));
+          sum += device_math::exp(logits(b, k) - top);
+        loss_sum += double(device_math::log(sum) + top - logits(b, label));
         correct_sum += best == label ? 1 : 0;
         if (gradient)
           for (int k = 0; k < kClasses; ++k)
             dlogits(b, k) =
-                (exp(logits(b, k) - top) / sum - (k == label ? 1.f : 0.f)) / float(batch);
+                (device_math::exp(logits(b, k) - top) / sum - (k == label ? 1.f : 0.f)) /
+                float(batch);
       },
       loss, correct);
   return {loss, correct};
