@@ -128,6 +128,12 @@ TEST(AlgoSelect, HeuristicRulesWithEveryAlgorithm) {
        "host_long_reduction"},
       {problem(8, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), Target::Host, ConvAlgo::Im2colGemm,
        "host_long_reduction"},
+      {problem(64, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), Target::Device, ConvAlgo::Tiled,
+       "device_short_reduction"},
+      {problem(64, 128, 28, 28, 128, 3, 3, 1, 1, Layout::NHWC), Target::Device,
+       ConvAlgo::ImplicitGemm, "device_long_reduction"},
+      {problem(61, 17, 61, 59, 31, 3, 3, 2, 1, Layout::NHWC), Target::Device, ConvAlgo::Tiled,
+       "device_short_reduction"},
   };
   for (const auto& e : table) {
     const auto choice = kcnn::Impl::select_conv2d_algo(e.pb, e.target, kEverything);
