@@ -134,6 +134,8 @@ TEST(AlgoSelect, HeuristicRulesWithEveryAlgorithm) {
        ConvAlgo::ImplicitGemm, "device_long_reduction"},
       {problem(61, 17, 61, 59, 31, 3, 3, 2, 1, Layout::NHWC), Target::Device, ConvAlgo::Tiled,
        "device_short_reduction"},
+      {problem(128, 3, 227, 227, 96, 11, 11, 4, 0, Layout::NHWC), Target::Device,
+       ConvAlgo::ImplicitGemm, "device_long_reduction"},
   };
   for (const auto& e : table) {
     const auto choice = kcnn::Impl::select_conv2d_algo(e.pb, e.target, kEverything);
@@ -348,8 +350,12 @@ TEST_F(FindBestAlgo, AutoConsultsTheCacheFirst) {
       Space().fence();
       const std::string expected =
           std::string("kcnn::conv2d_forward[") + kcnn::to_string(algo) + "]";
+      std::string recorded;
+      for (const auto& name : RegionRecorder::names())
+        recorded += name + "; ";
       EXPECT_EQ(
-          std::count(RegionRecorder::names().begin(), RegionRecorder::names().end(), expected), 1);
+          std::count(RegionRecorder::names().begin(), RegionRecorder::names().end(), expected), 1)
+          << "regions recorded: " << recorded;
     }
     EXPECT_LE(p.error(), tolerance<float>());
   }

@@ -94,9 +94,10 @@ inline std::int64_t reduction_length(const Conv2dProblem& pb) {
 /// 2026-11-22): on the H100 Tiled wins every LeNet layer, Im2colGemm every 3x3 ResNet
 /// layer; on the CPU Tiled wins LeNet C1 and C3 at unit stride by about 2x.
 inline constexpr std::int64_t kShortReductionDevice = 256;
-/// NHWC on a GPU: Tiled stages channel-contiguous rows, and stays ahead of Im2colGemm up
-/// to C*R*S = 576 (H100, N=64: 3x3 with 64 channels at 56x56, Tiled 0.73 ms, Im2colGemm
-/// 1.06 ms; with 128 channels at 28x28, 0.89 vs 0.68 ms).
+/// NHWC, unit stride, on a GPU: Tiled stages channel-contiguous rows, and stays ahead of
+/// Im2colGemm up to C*R*S = 576 (H100, N=64: 3x3 with 64 channels at 56x56, Tiled 0.73
+/// ms, Im2colGemm 1.06 ms; with 128 channels at 28x28, 0.89 vs 0.68 ms). Not strided:
+/// AlexNet's conv1 (C*R*S = 363, stride 4) NHWC, Tiled 2.38 ms, Im2colGemm 2.02 ms.
 inline constexpr std::int64_t kShortReductionDeviceNhwc = 576;
 /// Input channels from which a strided layer goes to a GEMM formulation on a GPU.
 inline constexpr std::int64_t kManyChannelsStridedDevice = 8;
@@ -137,8 +138,9 @@ inline const auto& conv2d_algo_rules() {
       {"device_short_reduction",
        [](const Conv2dProblem& pb, Target t) {
          return t == Target::Device &&
-                reduction_length(pb) <=
-                    (pb.layout == Layout::NHWC ? kShortReductionDeviceNhwc : kShortReductionDevice);
+                reduction_length(pb) <= (pb.layout == Layout::NHWC && unit_stride_and_dilation(pb)
+                                             ? kShortReductionDeviceNhwc
+                                             : kShortReductionDevice);
        },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
       // Long reductions on a GPU: implicit GEMM keeps the tensor cores' operand tiles
