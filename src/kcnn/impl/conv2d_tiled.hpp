@@ -85,7 +85,7 @@ inline int ceil_div(std::int64_t a, std::int64_t b) {
 /// reads 4 floats with one vector load (see Conv2dTiledKernel::accumulate_vec).
 inline constexpr int kScratchRowAlign = 4;
 
-inline std::int64_t round_up(std::int64_t a, std::int64_t b) {
+KOKKOS_INLINE_FUNCTION constexpr std::int64_t round_up(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b * b;
 }
 
@@ -240,13 +240,10 @@ struct Conv2dTiledKernel {
   /// of the weights.
   static std::size_t KOKKOS_INLINE_FUNCTION in_tile_elems(const TiledGeometry& geo) {
     return static_cast<std::size_t>(
-        round_up_device(std::int64_t(geo.c_chunk) * geo.in_plane(), kScratchRowAlign));
+        round_up(std::int64_t(geo.c_chunk) * geo.in_plane(), kScratchRowAlign));
   }
   static std::size_t KOKKOS_INLINE_FUNCTION w_tile_elems(const TiledGeometry& geo, int r, int s) {
     return static_cast<std::size_t>(geo.c_chunk) * r * s * geo.tile_m;
-  }
-  KOKKOS_INLINE_FUNCTION static std::int64_t round_up_device(std::int64_t a, std::int64_t b) {
-    return (a + b - 1) / b * b;
   }
 
   KOKKOS_INLINE_FUNCTION int R() const { return KR > 0 ? KR : static_cast<int>(pb.R); }
