@@ -31,7 +31,8 @@ std::string param_name(const ::testing::TestParamInfo<ForwardParam>& info) {
 
 /// Algorithms under test; each later algorithm joins this list.
 std::vector<ConvAlgo> algorithms() {
-  return {ConvAlgo::Reference, ConvAlgo::Tiled, ConvAlgo::Im2colGemm, ConvAlgo::Auto};
+  return {ConvAlgo::Reference, ConvAlgo::Tiled, ConvAlgo::Im2colGemm, ConvAlgo::ImplicitGemm,
+          ConvAlgo::Auto};
 }
 
 std::vector<ForwardParam> forward_params() {
@@ -75,8 +76,8 @@ std::vector<ForwardParam> activation_params() {
 /// extents one below, at and one above a multiple of the tile (GPU tiles: columns in
 /// multiples of 4 up to 128, rows of 2; CPU: columns of 16 up to 64, rows up to 8),
 /// channel counts that leave partial channel groups (BM = 4 or 8), input channels that
-/// need several scratch stages with a partial last one, and halos widened by stride,
-/// dilation and large filters.
+/// need several scratch stages with a partial last one, halos widened by stride,
+/// dilation and large filters, and ImplicitGemm's partial GEMM tiles.
 std::vector<ForwardParam> tile_edge_params() {
   const std::vector<ConvCase> shapes = {
       {"cols63", 1, 3, 9, 65, 5, 3, 3},
@@ -97,6 +98,15 @@ std::vector<ForwardParam> tile_edge_params() {
       {"stride2_filter7", 2, 3, 31, 29, 6, 7, 7, 2, 2, 3, 3},
       {"stride3_filter3", 1, 4, 26, 25, 9, 3, 3, 3, 3},
       {"large_tile_64x80", 1, 1, 86, 86, 4, 7, 7},
+      // ImplicitGemm's GEMM tiles (GPU: BM = 16, 32, 64 channels, BN = 128 or 256
+      // pixels, BK = 8 taps; host: 8 x 32 register blocks): partial M, pixel and K tiles,
+      // K shorter than one step.
+      {"igemm_m15_j255", 1, 3, 17, 19, 15, 3, 3},
+      {"igemm_m17_j257_k2", 1, 2, 257, 1, 17, 1, 1},
+      {"igemm_m33_j129", 3, 5, 45, 3, 33, 3, 3, 1, 1, 0, 1},
+      {"igemm_m65_k9", 2, 1, 10, 10, 65, 3, 3},
+      {"igemm_m64_k17_strided", 1, 17, 21, 21, 64, 1, 1, 2, 2},
+      {"igemm_m130_pad_dilation", 2, 6, 15, 13, 130, 3, 3, 1, 1, 2, 2, 2, 2},
   };
   std::vector<ForwardParam> list;
   int i = 0;

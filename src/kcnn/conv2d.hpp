@@ -10,6 +10,7 @@
 
 #include "impl/algo_select.hpp"
 #include "impl/conv2d_im2col_gemm.hpp"
+#include "impl/conv2d_implicit_gemm.hpp"
 #include "impl/conv2d_reference.hpp"
 #include "impl/conv2d_tiled.hpp"
 #include "impl/pool2d_kernels.hpp"
@@ -46,6 +47,9 @@ void conv2d_dispatch(const ExecSpace& space, ConvAlgo algo, const XView& x, cons
       break;
     case ConvAlgo::Im2colGemm:
       conv2d_im2col_gemm(space, x, w, bias, y, pb, pb.workspace_limit_bytes);
+      break;
+    case ConvAlgo::ImplicitGemm:
+      conv2d_implicit_gemm(space, x, w, bias, y, pb);
       break;
     default:
       conv2d_reference(space, x, w, bias, y, pb);

@@ -26,6 +26,7 @@ inline constexpr ConvAlgo implemented_conv_algos[] = {
     ConvAlgo::Reference,
     ConvAlgo::Tiled,
     ConvAlgo::Im2colGemm,
+    ConvAlgo::ImplicitGemm,
 };
 
 /// A set of concrete algorithms (never Auto), as a bit mask: cheap to pass and to test.

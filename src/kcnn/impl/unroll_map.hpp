@@ -29,6 +29,7 @@
 
 #include "../types.hpp"
 #include "problem.hpp"
+#include "tensor_access.hpp"
 
 namespace kcnn::Impl {
 
@@ -55,6 +56,36 @@ template <class I = std::int64_t>
 struct Pixel {
   I n, p, q;
 };
+
+/// What an implicit-GEMM gather needs of tap k, computed once per tap (not per pixel):
+/// the unrolled element (k, j) is x[pixel.x_offset + tap.x_offset] when the window row
+/// pixel.h + tap.dh and column pixel.w + tap.dw lie inside the image, else 0 (see
+/// UnrollMap::gather_tap / gather_pixel / gathers_inside).
+struct GatherTap {
+  std::int64_t x_offset = 0;    ///< c*xs.c + dh*xs.h + dw*xs.w (may be negative)
+  std::int64_t w_offset = 0;    ///< c*ws.c + r*ws.h + s*ws.w: the weight is w[m*ws.n + w_offset]
+  std::int32_t dh = 0, dw = 0;  ///< row_offset(r), col_offset(s)
+};
+
+/// The pixel half of a gather: output pixel j's window origin (without padding).
+struct GatherPixel {
+  std::int64_t x_offset = 0;  ///< n*xs.n + p*stride_h*xs.h + q*stride_w*xs.w
+  std::int32_t h = 0, w = 0;  ///< p*stride_h, q*stride_w
+};
+
+/// Marks a tap beyond K or a pixel beyond the last one: every gather through it reads
+/// zero. Geometries an implicit-GEMM kernel accepts keep H + 2*pad_h and W + 2*pad_w
+/// below kGatherExtentLimit, so that a window coordinate plus this offset stays
+/// negative and no sum of two int32 coordinates overflows.
+inline constexpr std::int32_t kGatherOutside = -(1 << 30);
+inline constexpr std::int64_t kGatherExtentLimit = std::int64_t(1) << 29;
+
+KOKKOS_INLINE_FUNCTION constexpr GatherTap outside_tap() {
+  return {0, 0, kGatherOutside, kGatherOutside};
+}
+KOKKOS_INLINE_FUNCTION constexpr GatherPixel outside_pixel() {
+  return {0, kGatherOutside, kGatherOutside};
+}
 
 /// The unrolled-matrix index mapping of one convolution geometry, for layout L.
 /// Trivially copyable: pass it to kernels by value.
@@ -186,6 +217,39 @@ struct UnrollMap {
   /// The filter columns s in [0, S) that read inside the image from output column q.
   KOKKOS_INLINE_FUNCTION IndexRange valid_s(std::int64_t q) const {
     return valid_outputs(q * stride_w - pad_w, dilation_w, W, S);
+  }
+
+  // --- gathers: (pixel, tap) -> input element, split in a per-tap and a per-pixel part
+
+  /// Tap k's part of every gather (I: the index type to divide in).
+  template <class I>
+  KOKKOS_INLINE_FUNCTION GatherTap gather_tap(I k, const LogicalStrides& xs,
+                                              const LogicalStrides& ws) const {
+    const Tap<I> t = decompose_k(k);
+    GatherTap g;
+    g.dh = static_cast<std::int32_t>(row_offset(t.r));
+    g.dw = static_cast<std::int32_t>(col_offset(t.s));
+    g.x_offset = std::int64_t(t.c) * xs.c + std::int64_t(g.dh) * xs.h + std::int64_t(g.dw) * xs.w;
+    g.w_offset = std::int64_t(t.c) * ws.c + std::int64_t(t.r) * ws.h + std::int64_t(t.s) * ws.w;
+    return g;
+  }
+
+  /// Pixel j's part of every gather.
+  template <class I>
+  KOKKOS_INLINE_FUNCTION GatherPixel gather_pixel(I j, const LogicalStrides& xs) const {
+    const Pixel<I> px = decompose_pixel(j);
+    GatherPixel g;
+    g.h = static_cast<std::int32_t>(std::int64_t(px.p) * stride_h);
+    g.w = static_cast<std::int32_t>(std::int64_t(px.q) * stride_w);
+    g.x_offset = std::int64_t(px.n) * xs.n + std::int64_t(g.h) * xs.h + std::int64_t(g.w) * xs.w;
+    return g;
+  }
+
+  /// Whether the gather (pixel, tap) reads inside the image (else the element is 0).
+  KOKKOS_FORCEINLINE_FUNCTION bool gathers_inside(const GatherPixel& px,
+                                                  const GatherTap& tap) const {
+    return static_cast<std::uint32_t>(px.h + tap.dh) < static_cast<std::uint32_t>(H) &&
+           static_cast<std::uint32_t>(px.w + tap.dw) < static_cast<std::uint32_t>(W);
   }
 
   // --- inverse: input coordinate -> the output that reads it (col2im) -------------

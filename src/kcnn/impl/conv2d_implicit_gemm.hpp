@@ -1,0 +1,567 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file impl/conv2d_implicit_gemm.hpp
+/// \brief ConvAlgo::ImplicitGemm: the convolution as the GEMM
+///        out(m, j) = sum_k W(m, k) * X(k, j), m over output channels, j over output
+///        pixels (n, p, q), k over taps (c, r, s), where the unrolled matrix X is never
+///        stored: each tile of it is gathered from the input while it is loaded.
+///
+/// Both layouts are the same GEMM; they differ only in how k decomposes (the weights'
+/// memory order, see UnrollMap) and where out(m, j) is stored. Every gather goes through
+/// UnrollMap::gather_tap / gather_pixel, the mapping im2col and col2im use.
+///
+/// GPU kernel (one team per BM x BN output tile, one CUDA thread per TM x TN
+/// micro-tile): K is walked in BK steps. Per step the team gathers the BK x BN X tile
+/// and the BM x BK W tile into one of two scratch buffers while it multiplies out of the
+/// other (the next step's global loads are issued into registers before the current
+/// step's math and stored to scratch after it: one barrier per step). A step's taps
+/// (the (c, r, s) decomposition of its k, as offsets) are computed two steps ahead by
+/// BK threads into a scratch table, so no thread divides per element. Micro-tile
+/// operands come out of scratch with 16-byte vector loads.
+///
+/// Host kernel (a team is one OpenMP thread): the team owns BN output pixels and all M
+/// channels. It unrolls its pixels' whole K x BN panel once into scratch (NCHW with
+/// the vectorized row copies of the host im2col kernel) and multiplies it with the
+/// weights in TM x TN register blocks whose TN columns are SIMD lanes.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "epilogue.hpp"
+#include "im2col_kernels.hpp"
+#include "macros.hpp"
+#include "problem.hpp"
+#include "tensor_access.hpp"
+#include "unroll_map.hpp"
+#include "view_checks.hpp"
+
+namespace kcnn::Impl {
+
+/// A GPU block tile: BM output channels x BN output pixels per team, K in steps of BK;
+/// each thread accumulates TM channels x TN pixels in registers.
+template <int BM_, int BN_, int BK_, int TM_, int TN_>
+struct ImplicitGemmTile {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, TM = TM_, TN = TN_;
+  static constexpr int threads = (BM / TM) * (BN / TN);
+  static_assert(BM % TM == 0 && BN % TN == 0, "the micro-tile must divide the block tile");
+  static_assert(TM % 4 == 0 && TN % 4 == 0, "micro-tile operands are read as 4-vectors");
+
+  // The X tile's gather: threads_j threads along the pixels (consecutive threads take
+  // consecutive pixels: coalesced NCHW reads, conflict-free scratch stores), the rest
+  // along k. Each thread keeps its cols_per_thread pixels' offsets in registers.
+  static constexpr int threads_j = threads < BN ? threads : BN;
+  static constexpr int threads_k = threads / threads_j;
+  static constexpr int cols_per_thread = BN / threads_j;
+  static constexpr int rows_per_thread = BK / threads_k;
+  static_assert(BN % threads_j == 0 && BK % threads_k == 0, "X tile split");
+  // The W tile: k fastest, so that consecutive threads read consecutive weights.
+  static constexpr int w_per_thread = BM * BK / threads;
+  static_assert(BM * BK % threads == 0, "W tile split");
+  static_assert(threads >= BK, "BK threads fill the tap table");
+
+  // Scratch row pitches: multiples of 4 keep every row 16-byte aligned for the vector
+  // loads; the extra 4 spreads the W tile's k-fastest stores over distinct banks.
+  static constexpr int x_pitch = BN + 4;
+  static constexpr int w_pitch = BM + 4;
+};
+
+/// GPU tiles by problem class, float. All take 128 threads so that four or more teams
+/// share an SM. Output channels are the scarce dimension of the layers we target:
+///  - SmallM (M <= 16: LeNet's C1 and C3): BM = 16 and a wide BN of 256 pixels; TM = 8,
+///    TN = 4, so a warp's 32 threads share one W vector (broadcast) and read 32
+///    distinct X vectors: 3 scratch vector loads per 32 FMAs.
+///  - MidM (M <= 32): BM = 32, BN = 128, the same micro-tile.
+///  - LargeM: BM = 64, BN = 128, TM = TN = 8: 64 accumulators per thread, 4 vector
+///    loads per 64 FMAs, each gathered X element reused 64 times.
+/// BK = 8 keeps the two-buffer scratch at 8-12 KiB per team.
+struct ImplicitGemmDeviceTiles {
+  using SmallM = ImplicitGemmTile<16, 256, 8, 8, 4>;
+  using MidM = ImplicitGemmTile<32, 128, 8, 8, 4>;
+  using LargeM = ImplicitGemmTile<64, 128, 8, 8, 8>;
+};
+
+/// 16-byte vector of scratch values (4 floats; for double two of them).
+template <class T>
+struct alignas(16) ImplicitGemmVec4 {
+  T v[4];
+};
+
+/// Stores `count` values to p[0], p[stride], ...; as 4-vectors where the run is
+/// contiguous, complete and 16-byte aligned.
+template <int N, class T>
+KOKKOS_FORCEINLINE_FUNCTION void implicit_gemm_store_run(T* p, std::int64_t stride, const T* v,
+                                                         int count) {
+  if (count == N && stride == 1 && reinterpret_cast<std::uintptr_t>(p) % 16 == 0) {
+    KCNN_DEVICE_UNROLL
+    for (int i = 0; i < N / 4; ++i)
+      reinterpret_cast<ImplicitGemmVec4<T>*>(p)[i] =
+          ImplicitGemmVec4<T>{{v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]}};
+    return;
+  }
+  KCNN_DEVICE_UNROLL
+  for (int i = 0; i < N; ++i)
+    if (i < count) p[i * stride] = v[i];
+}
+
+/// Raw operands of the GEMM view, shared by the GPU and host kernels.
+template <Layout L, class T>
+struct ImplicitGemmOperands {
+  UnrollMap<L> map;
+  const T* x;
+  LogicalStrides xs;
+  const T* w;
+  LogicalStrides ws;
+  const T* bias;  ///< nullptr: no bias
+  T* y;
+  LogicalStrides ys;
+  int M, K;        ///< output channels, taps (C*R*S; validated to fit int)
+  std::int64_t J;  ///< output pixels N*P*Q
+  Activation activation;
+  bool j_fits_int;  ///< pixel indices fit int: decompose them with 32-bit divisions
+
+  KOKKOS_INLINE_FUNCTION GatherPixel gather_pixel(std::int64_t j) const {
+    if (j >= J) return outside_pixel();
+    return j_fits_int ? map.gather_pixel(static_cast<int>(j), xs) : map.gather_pixel(j, xs);
+  }
+  KOKKOS_INLINE_FUNCTION GatherTap gather_tap(int k) const {
+    return k < K ? map.gather_tap(k, xs, ws) : outside_tap();
+  }
+  /// y's offset of output pixel j (channel 0).
+  KOKKOS_INLINE_FUNCTION Pixel<std::int64_t> pixel(std::int64_t j) const {
+    if (j_fits_int) {
+      const Pixel<int> p = map.decompose_pixel(static_cast<int>(j));
+      return {p.n, p.p, p.q};
+    }
+    return map.decompose_pixel(j);
+  }
+  KOKKOS_INLINE_FUNCTION std::int64_t y_offset(const Pixel<std::int64_t>& px) const {
+    return px.n * ys.n + px.p * ys.h + px.q * ys.w;
+  }
+};
+
+// ---------------------------------------------------------------------------------
+// GPU kernel
+// ---------------------------------------------------------------------------------
+
+template <Layout L, class Tile, class ExecSpace, class T>
+struct ImplicitGemmDeviceKernel {
+  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, TM = Tile::TM, TN = Tile::TN;
+  using Vec = ImplicitGemmVec4<T>;
+
+  ImplicitGemmOperands<L, T> op;
+  int m_blocks;  ///< ceil(M / BM): the league walks the M blocks fastest, so the teams
+                 ///< gathering the same pixels run together and share them in L2
+
+  static std::size_t scratch_bytes() {
+    return sizeof(T) * 2 * BK * (Tile::x_pitch + Tile::w_pitch) + sizeof(GatherTap) * 2 * BK +
+           16;  // get_shmem_aligned may skip up to 15 bytes
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+    const int t = team.team_rank();
+    const int mb = team.league_rank() % m_blocks;
+    const int m0 = mb * BM;
+    const std::int64_t j0 = std::int64_t(team.league_rank() / m_blocks) * BN;
+
+    // Scratch: X tiles [2][BK][x_pitch], W tiles [2][BK][w_pitch] (k-major: a thread's
+    // TN pixels / TM channels of one k are one contiguous vector run), tap table
+    // [2][BK]. Each part's size is a multiple of 64 bytes, so all stay aligned.
+    T* const x_tiles =
+        static_cast<T*>(team.team_scratch(0).get_shmem_aligned(scratch_bytes() - 16, 16));
+    T* const w_tiles = x_tiles + 2 * BK * Tile::x_pitch;
+    GatherTap* const taps = reinterpret_cast<GatherTap*>(w_tiles + 2 * BK * Tile::w_pitch);
+
+    // This thread's share of the gathers.
+    const int jl = t % Tile::threads_j, kl = t / Tile::threads_j;
+    GatherPixel pix[Tile::cols_per_thread];
+    KCNN_DEVICE_UNROLL
+    for (int c = 0; c < Tile::cols_per_thread; ++c)
+      pix[c] = op.gather_pixel(j0 + jl + c * Tile::threads_j);
+
+    T x_next[Tile::rows_per_thread][Tile::cols_per_thread];
+    T w_next[Tile::w_per_thread];
+    auto load = [&](int slot) {  // global -> registers, step whose taps are in `slot`
+      const GatherTap* step_taps = taps + slot * BK;
+      KCNN_DEVICE_UNROLL
+      for (int r = 0; r < Tile::rows_per_thread; ++r) {
+        const GatherTap tap = step_taps[kl + r * Tile::threads_k];
+        KCNN_DEVICE_UNROLL
+        for (int c = 0; c < Tile::cols_per_thread; ++c)
+          x_next[r][c] =
+              op.map.gathers_inside(pix[c], tap) ? op.x[pix[c].x_offset + tap.x_offset] : T(0);
+      }
+      KCNN_DEVICE_UNROLL
+      for (int i = 0; i < Tile::w_per_thread; ++i) {
+        const int e = t + i * Tile::threads, kk = e % BK, m = m0 + e / BK;
+        const GatherTap tap = step_taps[kk];
+        w_next[i] =
+            (m < op.M && tap.dh != kGatherOutside) ? op.w[m * op.ws.n + tap.w_offset] : T(0);
+      }
+    };
+    auto store = [&](int buf) {  // registers -> scratch buffer `buf`
+      T* xt = x_tiles + buf * BK * Tile::x_pitch;
+      KCNN_DEVICE_UNROLL
+      for (int r = 0; r < Tile::rows_per_thread; ++r)
+        KCNN_DEVICE_UNROLL
+      for (int c = 0; c < Tile::cols_per_thread; ++c)
+        xt[(kl + r * Tile::threads_k) * Tile::x_pitch + jl + c * Tile::threads_j] = x_next[r][c];
+      T* wt = w_tiles + buf * BK * Tile::w_pitch;
+      KCNN_DEVICE_UNROLL
+      for (int i = 0; i < Tile::w_per_thread; ++i) {
+        const int e = t + i * Tile::threads;
+        wt[(e % BK) * Tile::w_pitch + e / BK] = w_next[i];
+      }
+    };
+    auto fill_taps = [&](int step) {  // by threads t < BK, into slot step % 2
+      if (t < BK) taps[(step % 2) * BK + t] = op.gather_tap(step * BK + t);
+    };
+
+    const int steps = (op.K + BK - 1) / BK;
+    fill_taps(0);
+    if (steps > 1) fill_taps(1);
+    team.team_barrier();
+    load(0);
+    store(0);
+    team.team_barrier();
+
+    const int tn = t % (BN / TN), tm = t / (BN / TN);
+    T acc[TM][TN] = {};
+    for (int step = 0; step < steps; ++step) {
+      const int buf = step % 2;
+      // Slot step % 2 held this step's taps, whose loads were issued last step.
+      if (step + 2 < steps) fill_taps(step + 2);
+      if (step + 1 < steps) load((step + 1) % 2);
+
+      const T* xt = x_tiles + buf * BK * Tile::x_pitch + tn * TN;
+      const T* wt = w_tiles + buf * BK * Tile::w_pitch + tm * TM;
+      KCNN_DEVICE_UNROLL
+      for (int kk = 0; kk < BK; ++kk) {
+        T a[TM], b[TN];
+        KCNN_DEVICE_UNROLL
+        for (int v = 0; v < TM / 4; ++v) {
+          const Vec f = reinterpret_cast<const Vec*>(wt + kk * Tile::w_pitch)[v];
+          KCNN_DEVICE_UNROLL
+          for (int e = 0; e < 4; ++e)
+            a[4 * v + e] = f.v[e];
+        }
+        KCNN_DEVICE_UNROLL
+        for (int v = 0; v < TN / 4; ++v) {
+          const Vec f = reinterpret_cast<const Vec*>(xt + kk * Tile::x_pitch)[v];
+          KCNN_DEVICE_UNROLL
+          for (int e = 0; e < 4; ++e)
+            b[4 * v + e] = f.v[e];
+        }
+        KCNN_DEVICE_UNROLL
+        for (int i = 0; i < TM; ++i)
+          KCNN_DEVICE_UNROLL
+        for (int jj = 0; jj < TN; ++jj)
+          acc[i][jj] += a[i] * b[jj];
+      }
+
+      if (step + 1 < steps) store((step + 1) % 2);
+      team.team_barrier();
+    }
+    epilogue(acc, m0 + tm * TM, j0 + tn * TN);
+  }
+
+  /// bias + activation, then the stores: per pixel run inside one output row (NCHW,
+  /// pixels contiguous) or per pixel over the TM channels (NHWC, channels contiguous),
+  /// as vectors where the run allows.
+  KOKKOS_INLINE_FUNCTION void epilogue(T (&acc)[TM][TN], int m_first, std::int64_t j_first) const {
+    if (m_first >= op.M || j_first >= op.J) return;
+    KCNN_DEVICE_UNROLL
+    for (int i = 0; i < TM; ++i) {
+      const int m = m_first + i < op.M ? m_first + i : op.M - 1;
+      const T b = op.bias ? op.bias[m] : T(0);
+      KCNN_DEVICE_UNROLL
+      for (int jj = 0; jj < TN; ++jj)
+        acc[i][jj] = apply_activation(op.activation, acc[i][jj] + b);
+    }
+    const int m_count = op.M - m_first < TM ? op.M - m_first : TM;
+    const int j_count = op.J - j_first < TN ? static_cast<int>(op.J - j_first) : TN;
+    // Every index into acc is a compile-time constant (unrolled loops with run-time
+    // guards): a run-time index would move the accumulators to local memory.
+    Pixel<std::int64_t> px = op.pixel(j_first);
+    if constexpr (L == Layout::NCHW) {
+      if (j_count == TN && px.q + TN <= op.map.Q) {  // one output row: vector runs
+        T* dst = op.y + op.y_offset(px) + std::int64_t(m_first) * op.ys.c;
+        KCNN_DEVICE_UNROLL
+        for (int i = 0; i < TM; ++i)
+          if (i < m_count) implicit_gemm_store_run<TN>(dst + i * op.ys.c, op.ys.w, acc[i], TN);
+        return;
+      }
+    }
+    KCNN_DEVICE_UNROLL
+    for (int jj = 0; jj < TN; ++jj) {
+      if (jj < j_count) {
+        T column[TM];
+        KCNN_DEVICE_UNROLL
+        for (int i = 0; i < TM; ++i)
+          column[i] = acc[i][jj];
+        implicit_gemm_store_run<TM>(op.y + op.y_offset(px) + std::int64_t(m_first) * op.ys.c,
+                                    op.ys.c, column, m_count);
+      }
+      if (++px.q == op.map.Q) {
+        px.q = 0;
+        if (++px.p == op.map.P) px.p = 0, ++px.n;
+      }
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------------
+// Host kernel
+// ---------------------------------------------------------------------------------
+
+/// Host register block: TM channels x TN pixels. TN = 32 floats is two AVX-512 vectors
+/// (four AVX2 ones); 8 x 32 accumulators fill 16 of the 32 AVX-512 registers and leave
+/// room for the two panel vectors and the weight broadcast. Each panel vector loaded
+/// feeds TM FMAs, each weight broadcast TN / 16.
+struct ImplicitGemmHostTile {
+  static constexpr int TM = 8, TN = 32;
+  /// The K x BN panel a team unrolls stays within this many bytes (L2-resident: it is
+  /// read once per TM channels).
+  static constexpr std::size_t panel_bytes = 384 * 1024;
+  static constexpr int max_bn = 256;
+};
+
+template <Layout L, class ExecSpace, class T>
+struct ImplicitGemmHostKernel {
+  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  static constexpr int TM = ImplicitGemmHostTile::TM, TN = ImplicitGemmHostTile::TN;
+
+  ImplicitGemmOperands<L, T> op;
+  int bn;  ///< pixels per team, a multiple of TN
+
+  static std::size_t scratch_bytes(int K, int bn) {
+    return sizeof(T) * std::size_t(K) * bn + sizeof(std::int64_t) * (std::size_t(K) + bn) +
+           sizeof(GatherPixel) * bn + 64;
+  }
+
+  void operator()(const member_type& team) const {
+    const std::int64_t j0 = std::int64_t(team.league_rank()) * bn;
+    const int count = static_cast<int>(std::min<std::int64_t>(bn, op.J - j0));
+    auto& scratch = team.team_scratch(1);
+    T* const panel =
+        static_cast<T*>(scratch.get_shmem_aligned(sizeof(T) * std::size_t(op.K) * bn, 64));
+    std::int64_t* const w_off =
+        static_cast<std::int64_t*>(scratch.get_shmem_aligned(sizeof(std::int64_t) * op.K, 8));
+    std::int64_t* const y_off =
+        static_cast<std::int64_t*>(scratch.get_shmem_aligned(sizeof(std::int64_t) * bn, 8));
+
+    for (int k = 0; k < op.K; ++k)
+      w_off[k] = op.map.gather_tap(k, op.xs, op.ws).w_offset;
+    {
+      Pixel<std::int64_t> px = op.pixel(j0);
+      for (int jj = 0; jj < count; ++jj) {
+        y_off[jj] = op.y_offset(px);
+        if (++px.q == op.map.Q) {
+          px.q = 0;
+          if (++px.p == op.map.P) px.p = 0, ++px.n;
+        }
+      }
+    }
+    unroll_panel(scratch, panel, j0, count);
+
+    for (int jt = 0; jt < count; jt += TN) {
+      const int j_count = std::min(TN, count - jt);
+      for (int m0 = 0; m0 < op.M; m0 += TM) {
+        T acc[TM][TN];
+        multiply(panel + jt, w_off, m0, acc);
+        store(acc, m0, y_off + jt, j_count);
+      }
+    }
+  }
+
+  /// panel[k * bn + jj] = X(k, j0 + jj); columns past `count` are zero.
+  void unroll_panel(const typename member_type::scratch_memory_space& scratch, T* panel,
+                    std::int64_t j0, int count) const {
+    if constexpr (L == Layout::NCHW) {
+      // The host im2col kernel's row copies, into a (K, bn) matrix whose column 0 is
+      // pixel j0: one work item per tap, covering the output rows of [j0, j0 + count).
+      const std::int64_t Q = op.map.Q, row_first = j0 / Q;
+      const std::int64_t rows = (j0 + count - 1) / Q - row_first + 1;
+      const Im2colNchwHost<T> unroll{
+          op.map,
+          op.x,
+          op.xs,
+          panel,
+          UnrolledStorage::nchw_columns(bn, op.map.pixels_per_image(), j0),
+          j0,
+          count,
+          row_first,
+          rows,
+          rows,
+          1};
+      for (int k = 0; k < op.K; ++k)
+        unroll(k);
+    } else {
+      // Channels are innermost in x: walk the pixels outside and the taps inside, so
+      // that consecutive reads are consecutive channels.
+      GatherPixel* const pix =
+          static_cast<GatherPixel*>(scratch.get_shmem_aligned(sizeof(GatherPixel) * bn, 8));
+      for (int jj = 0; jj < count; ++jj)
+        pix[jj] = op.gather_pixel(j0 + jj);
+      for (int k = 0; k < op.K; ++k) {
+        const GatherTap tap = op.map.gather_tap(k, op.xs, op.ws);
+        T* row = panel + std::int64_t(k) * bn;
+        for (int jj = 0; jj < count; ++jj)
+          row[jj] =
+              op.map.gathers_inside(pix[jj], tap) ? op.x[pix[jj].x_offset + tap.x_offset] : T(0);
+      }
+    }
+    if (count < bn)
+      for (int k = 0; k < op.K; ++k)
+        std::fill(panel + std::int64_t(k) * bn + count, panel + std::int64_t(k + 1) * bn, T(0));
+  }
+
+  /// acc = W(m0 .. m0 + TM, :) * panel(:, 0 .. TN), rows past M repeating row M - 1;
+  /// w_off[k]: tap k's offset within a filter.
+  void multiply(const T* KOKKOS_RESTRICT panel, const std::int64_t* KOKKOS_RESTRICT w_off, int m0,
+                T (&acc)[TM][TN]) const {
+    const T* w_rows[TM];
+    for (int i = 0; i < TM; ++i)
+      w_rows[i] = op.w + std::int64_t(std::min(m0 + i, op.M - 1)) * op.ws.n;
+    for (int i = 0; i < TM; ++i)
+      KCNN_HOST_SIMD
+    for (int jj = 0; jj < TN; ++jj)
+      acc[i][jj] = T(0);
+    for (int k = 0; k < op.K; ++k, panel += bn) {
+      const std::int64_t wk = w_off[k];
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 8
+#endif
+      for (int i = 0; i < TM; ++i) {
+        const T a = w_rows[i][wk];
+        KCNN_HOST_SIMD
+        for (int jj = 0; jj < TN; ++jj)
+          acc[i][jj] += a * panel[jj];
+      }
+    }
+  }
+
+  void store(T (&acc)[TM][TN], int m0, const std::int64_t* y_off, int j_count) const {
+    for (int i = 0; i < TM && m0 + i < op.M; ++i) {
+      const int m = m0 + i;
+      T out[TN];
+      bias_activation_row<TN>(op.activation, acc[i], op.bias ? op.bias[m] : T(0), out);
+      T* y_m = op.y + std::int64_t(m) * op.ys.c;
+      for (int jj = 0; jj < j_count; ++jj)
+        y_m[y_off[jj]] = out[jj];
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------------
+// Launch
+// ---------------------------------------------------------------------------------
+
+/// The operands of a validated problem on kernel Views; throws kcnn::Error for
+/// geometries the gathers' 32-bit window coordinates cannot express.
+template <Layout L, class XView, class WView, class BView, class YView>
+auto implicit_gemm_operands(const XView& x, const WView& w, const BView& bias, const YView& y,
+                            const Conv2dProblem& pb) {
+  using T = view_scalar_t<YView>;
+  constexpr const char* op = "kcnn::conv2d_forward";
+  const std::int64_t K = pb.C * pb.R * pb.S;
+  throw_if(K > std::numeric_limits<int>::max(), op, "ConvAlgo::ImplicitGemm: C*R*S = ", K,
+           " exceeds 2^31 - 1");
+  throw_if(pb.M > std::numeric_limits<int>::max(), op, "ConvAlgo::ImplicitGemm: M = ", pb.M,
+           " exceeds 2^31 - 1");
+  throw_if(pb.H + 2 * pb.pad_h >= kGatherExtentLimit || pb.W + 2 * pb.pad_w >= kGatherExtentLimit,
+           op, "ConvAlgo::ImplicitGemm: padded input extents ", pb.H + 2 * pb.pad_h, "x",
+           pb.W + 2 * pb.pad_w, " reach its limit of ", kGatherExtentLimit,
+           "; use another algorithm");
+  ImplicitGemmOperands<L, T> o{};
+  o.map = UnrollMap<L>::from(pb);
+  o.x = x.data();
+  o.xs = logical_strides<L>(x);
+  o.w = w.data();
+  o.ws = logical_strides<L>(w);
+  o.bias = pb.has_bias ? bias.data() : nullptr;
+  o.y = y.data();
+  o.ys = logical_strides<L>(y);
+  o.M = static_cast<int>(pb.M);
+  o.K = static_cast<int>(K);
+  o.J = pb.N * pb.P * pb.Q;
+  o.activation = pb.activation;
+  o.j_fits_int = o.J <= std::numeric_limits<int>::max();
+  return o;
+}
+
+template <class Tile, Layout L, class ExecSpace, class T>
+void implicit_gemm_device_launch(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o) {
+  using Kernel = ImplicitGemmDeviceKernel<L, Tile, ExecSpace, T>;
+  using Policy = Kokkos::TeamPolicy<ExecSpace>;
+  const std::int64_t m_blocks = (o.M + Tile::BM - 1) / Tile::BM;
+  const std::int64_t league = m_blocks * ((o.J + Tile::BN - 1) / Tile::BN);
+  throw_if(league > std::numeric_limits<int>::max(), "kcnn::conv2d_forward",
+           "ConvAlgo::ImplicitGemm: ", league, " tiles exceed the launch limit; split the batch");
+  Policy policy(space, static_cast<int>(league), Tile::threads);
+  Kokkos::parallel_for("kcnn::conv2d::implicit_gemm",
+                       policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes())),
+                       Kernel{o, static_cast<int>(m_blocks)});
+}
+
+template <Layout L, class ExecSpace, class T>
+void implicit_gemm_host_launch(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o) {
+  using Kernel = ImplicitGemmHostKernel<L, ExecSpace, T>;
+  using Tile = ImplicitGemmHostTile;
+  using Policy = Kokkos::TeamPolicy<ExecSpace>;
+  // The widest panel within the byte target, then narrower until every thread has
+  // several teams (load balance on few-pixel problems).
+  const std::int64_t pixels = (o.J + Tile::TN - 1) / Tile::TN * Tile::TN;
+  std::int64_t bn =
+      static_cast<std::int64_t>(Tile::panel_bytes / (sizeof(T) * o.K)) / Tile::TN * Tile::TN;
+  bn = std::clamp<std::int64_t>(bn, Tile::TN, std::min<std::int64_t>(Tile::max_bn, pixels));
+  const std::int64_t want_teams = 4 * std::int64_t(space.concurrency());
+  while (bn > Tile::TN && (o.J + bn - 1) / bn < want_teams)
+    bn -= Tile::TN;
+  const std::int64_t league = (o.J + bn - 1) / bn;
+  throw_if(league > std::numeric_limits<int>::max(), "kcnn::conv2d_forward",
+           "ConvAlgo::ImplicitGemm: ", league, " tiles exceed the launch limit; split the batch");
+  const std::size_t scratch = Kernel::scratch_bytes(o.K, static_cast<int>(bn));
+  throw_if(scratch > static_cast<std::size_t>(Policy::scratch_size_max(1)), "kcnn::conv2d_forward",
+           "ConvAlgo::ImplicitGemm: C*R*S = ", o.K, " needs ", scratch,
+           " bytes of team scratch, more than the backend's ", Policy::scratch_size_max(1),
+           "; use another algorithm");
+  Policy policy(space, static_cast<int>(league), 1);
+  Kokkos::parallel_for("kcnn::conv2d::implicit_gemm",
+                       policy.set_scratch_size(1, Kokkos::PerTeam(scratch)),
+                       Kernel{o, static_cast<int>(bn)});
+}
+
+/// Runs ConvAlgo::ImplicitGemm; `pb` has been validated against the Views.
+template <class ExecSpace, class XView, class WView, class BView, class YView>
+void conv2d_implicit_gemm(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
+                          const YView& y, const Conv2dProblem& pb) {
+  using T = view_scalar_t<YView>;
+  auto run = [&](auto layout_tag) {
+    constexpr Layout L = decltype(layout_tag)::value;
+    const auto o = implicit_gemm_operands<L>(x, w, bias, y, pb);
+    if constexpr (runs_on_host_v<ExecSpace>) {
+      implicit_gemm_host_launch(space, o);
+    } else if constexpr (!std::is_same_v<T, float>) {
+      // double: supported with one tile; the tiles are tuned for float.
+      implicit_gemm_device_launch<ImplicitGemmDeviceTiles::LargeM>(space, o);
+    } else if (o.M <= ImplicitGemmDeviceTiles::SmallM::BM) {
+      implicit_gemm_device_launch<ImplicitGemmDeviceTiles::SmallM>(space, o);
+    } else if (o.M <= ImplicitGemmDeviceTiles::MidM::BM) {
+      implicit_gemm_device_launch<ImplicitGemmDeviceTiles::MidM>(space, o);
+    } else {
+      implicit_gemm_device_launch<ImplicitGemmDeviceTiles::LargeM>(space, o);
+    }
+  };
+  if (pb.layout == Layout::NCHW) {
+    run(std::integral_constant<Layout, Layout::NCHW>{});
+  } else {
+    run(std::integral_constant<Layout, Layout::NHWC>{});
+  }
+}
+
+}  // namespace kcnn::Impl
