@@ -157,7 +157,7 @@ struct ImplicitGemmDeviceKernel {
   int m_blocks;  ///< ceil(M / BM): the league walks the M blocks fastest, so the teams
                  ///< gathering the same pixels run together and share them in L2
 
-  static std::size_t scratch_bytes() {
+  KOKKOS_INLINE_FUNCTION static constexpr std::size_t scratch_bytes() {
     return sizeof(T) * 2 * BK * (Tile::x_pitch + Tile::w_pitch) + sizeof(GatherTap) * 2 * BK +
            16;  // get_shmem_aligned may skip up to 15 bytes
   }
