@@ -433,7 +433,7 @@ struct ImplicitGemmHostKernel {
       acc[i][jj] = T(0);
     for (int k = 0; k < op.K; ++k, panel += bn) {
       const std::int64_t wk = w_off[k];
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__NVCC__)
 #pragma GCC unroll 8
 #endif
       for (int i = 0; i < TM; ++i) {
