@@ -69,19 +69,22 @@ struct ImplicitGemmTile {
   static constexpr int w_pitch = BM + 4;
 };
 
-/// GPU tiles by problem class, float. All take 128 threads so that four or more teams
-/// share an SM. Output channels are the scarce dimension of the layers we target:
+/// GPU tiles by problem class, float. 128 threads (256 for HugeM) so that several
+/// teams share an SM. Output channels are the scarce dimension of the layers we target:
 ///  - SmallM (M <= 16: LeNet's C1 and C3): BM = 16 and a wide BN of 256 pixels; TM = 8,
 ///    TN = 4, so a warp's 32 threads share one W vector (broadcast) and read 32
 ///    distinct X vectors: 3 scratch vector loads per 32 FMAs.
 ///  - MidM (M <= 32): BM = 32, BN = 128, the same micro-tile.
-///  - LargeM: BM = 64, BN = 128, TM = TN = 8: 64 accumulators per thread, 4 vector
-///    loads per 64 FMAs, each gathered X element reused 64 times.
-/// BK = 8 keeps the two-buffer scratch at 8-12 KiB per team.
+///  - LargeM (M <= 64): BM = 64, BN = 128, TM = TN = 8: 64 accumulators per thread,
+///    4 vector loads per 64 FMAs, each gathered X element reused 64 times.
+///  - HugeM (M > 64): BM = 128 with 256 threads, the classic SGEMM block: each gathered
+///    X element feeds 128 FMAs, halving the gathers per FMA of LargeM.
+/// BK = 8 keeps the two-buffer scratch at 8-17 KiB per team.
 struct ImplicitGemmDeviceTiles {
   using SmallM = ImplicitGemmTile<16, 256, 8, 8, 4>;
   using MidM = ImplicitGemmTile<32, 128, 8, 8, 4>;
   using LargeM = ImplicitGemmTile<64, 128, 8, 8, 8>;
+  using HugeM = ImplicitGemmTile<128, 128, 8, 8, 8>;
 };
 
 /// 16-byte vector of scratch values (4 floats; for double two of them).
@@ -553,8 +556,10 @@ void conv2d_implicit_gemm(const ExecSpace& space, const XView& x, const WView& w
       implicit_gemm_device_launch<ImplicitGemmDeviceTiles::SmallM>(space, o);
     } else if (o.M <= ImplicitGemmDeviceTiles::MidM::BM) {
       implicit_gemm_device_launch<ImplicitGemmDeviceTiles::MidM>(space, o);
-    } else {
+    } else if (o.M <= ImplicitGemmDeviceTiles::LargeM::BM) {
       implicit_gemm_device_launch<ImplicitGemmDeviceTiles::LargeM>(space, o);
+    } else {
+      implicit_gemm_device_launch<ImplicitGemmDeviceTiles::HugeM>(space, o);
     }
   };
   if (pb.layout == Layout::NCHW) {
