@@ -13,6 +13,10 @@ named after the file's stem:
                              point, ceilings from the measured peaks in the JSON context
   <stem>_vs_baseline.png     every kcnn algorithm's baseline_time / kcnn_time per shape
 
+With --auto-table it writes no PNG and prints, per JSON, a Markdown table of Auto against
+the fastest kcnn algorithm on every shape and layout (Auto's pick is read from its label),
+and the largest Auto / best ratio.
+
 Reads per benchmark: name (conv2d/<suite>/<shape>/<layout>/<impl>[/...]), run_type,
 aggregate_name, real_time, time_unit, label, error_occurred, error_message, and the
 counters GFLOP/s, GB/s, vs_baseline. From the context: peak_gflops, peak_gbs, device,
@@ -278,14 +282,43 @@ def vs_baseline_chart(ctx, rows, algos, colors, out):
     return True
 
 
+def auto_table(rows):
+    """Markdown lines: Auto against the fastest other kcnn algorithm per shape and layout."""
+    shapes = OrderedDict()
+    for r in rows:
+        if r.get("skipped") is None and r["impl"] in KCNN_ALGOS and r["impl"] != "Reference":
+            shapes.setdefault((r["suite"], r["shape"], r["layout"]), {})[r["impl"]] = r
+    lines = ["| shape | best kcnn algorithm | Auto (its pick) | Auto / best |", "| --- | --- | --- | --- |"]
+    worst = 0.0
+    for (suite, shape, layout), impls in shapes.items():
+        auto = impls.get("Auto")
+        others = [r for a, r in impls.items() if a != "Auto"]
+        if auto is None or not others:
+            continue
+        best = min(others, key=lambda r: r["ms"])
+        label = auto.get("label", "")
+        pick = label.split("auto=", 1)[1].split()[0] if "auto=" in label else "?"
+        ratio = auto["ms"] / best["ms"]
+        worst = max(worst, ratio)
+        lines.append(f"| {suite}/{shape}/{layout} | {best['impl']} {short(best['ms'])} ms | "
+                     f"{pick} {short(auto['ms'])} ms | {ratio:.2f} |")
+    lines.append(f"\nLargest Auto / best: {worst:.2f}")
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("json", nargs="+", help="kcnn_perf JSON output files")
     ap.add_argument("-o", "--out-dir", help="where to write the PNGs (default: next to each JSON)")
     ap.add_argument("--metric", choices=("gflops", "time"), default="gflops", help="bar height in the suite charts")
+    ap.add_argument("--auto-table", action="store_true", help="print the Auto-against-best table instead")
     args = ap.parse_args()
     for path in args.json:
         ctx, rows = load(path)
+        if args.auto_table:
+            print(f"{path}:")
+            print("\n".join(auto_table(rows)))
+            continue
         if not rows:
             print(f"{path}: no conv2d benchmarks", file=sys.stderr)
             continue
