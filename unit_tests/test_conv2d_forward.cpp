@@ -189,13 +189,76 @@ TEST(Conv2dForwardViews, LayoutLeftViewsMatchReference) {
   auto w = copy_to_left(make_tensor<double, Space>("w", c.w_extents(), wv));
   auto bias = make_vector<double, Space>("bias", bv);
   const auto ye = c.y_extents();
-  Left4 y("y", ye[0], ye[1], ye[2], ye[3]);
-  poison(y);
-  kcnn::conv2d_forward(Space(), x, w, bias, y, c.params());
-  Tensor4<double, Space> y_right("y_right", ye[0], ye[1], ye[2], ye[3]);
-  Kokkos::deep_copy(y_right, y);
-  EXPECT_LE(relative_error(to_host(y_right), want), tolerance<double>());
+  for (ConvAlgo algo : algorithms()) {
+    SCOPED_TRACE(kcnn::to_string(algo));
+    Left4 y("y", ye[0], ye[1], ye[2], ye[3]);
+    poison(y);
+    auto params = c.params();
+    params.algo = algo;
+    kcnn::conv2d_forward(Space(), x, w, bias, y, params);
+    Tensor4<double, Space> y_right("y_right", ye[0], ye[1], ye[2], ye[3]);
+    Kokkos::deep_copy(y_right, y);
+    EXPECT_LE(relative_error(to_host(y_right), want), tolerance<double>());
+  }
 }
+
+#if defined(KOKKOS_ENABLE_CUDA)
+// ImplicitGemm picks its GPU tile from M and the number of output tiles, so small test
+// shapes would reach only some tiles: run every tile directly on shapes with partial
+// M, pixel and K tiles, both layouts, padding, stride and dilation.
+template <class Tile>
+void check_implicit_gemm_tile(const ConvCase& c) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  using T = float;
+  const auto xv = random_values(product(c.x_extents()), 41);
+  const auto wv = random_values(product(c.w_extents()), 42);
+  const auto bv = random_values(c.M, 43);
+  const auto want = host_conv2d(c, xv, wv, bv);
+  auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
+  auto w = make_tensor<T, Space>("w", c.w_extents(), wv);
+  auto bias = make_vector<T, Space>("bias", bv);
+  const auto ye = c.y_extents();
+  Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+  poison(y);
+  auto params = c.params();
+  params.algo = ConvAlgo::ImplicitGemm;
+  const auto pb = kcnn::Impl::make_conv2d_problem("test", x, w, bias, y, params);
+  auto launch = [&](auto layout_tag) {
+    constexpr kcnn::Layout L = decltype(layout_tag)::value;
+    const auto o = kcnn::Impl::implicit_gemm_operands<L>(
+        kcnn::Impl::as_kernel_view<Space, false>(x), kcnn::Impl::as_kernel_view<Space, false>(w),
+        kcnn::Impl::as_kernel_view<Space, false>(bias), kcnn::Impl::as_kernel_view<Space, true>(y),
+        pb);
+    kcnn::Impl::implicit_gemm_device_launch<Tile>(Space(), o);
+  };
+  if (c.layout == Layout::NCHW) {
+    launch(std::integral_constant<Layout, Layout::NCHW>{});
+  } else {
+    launch(std::integral_constant<Layout, Layout::NHWC>{});
+  }
+  Space().fence();
+  EXPECT_LE(relative_error(to_host(y), want), tolerance<T>()) << c.name;
+}
+
+TEST(ImplicitGemmDeviceTiles, EveryTileMatchesReference) {
+  using Tiles = kcnn::Impl::ImplicitGemmDeviceTiles;
+  std::vector<ConvCase> cases = {{"m130_j507_k45_pad", 3, 5, 13, 13, 130, 3, 3, 1, 1, 1, 1},
+                                 {"m70_k28_s2_d2", 2, 7, 21, 17, 70, 2, 2, 2, 2, 1, 0, 2, 2}};
+  cases[0].activation = Activation::ReLU;
+  cases[1].activation = Activation::Tanh;
+  for (ConvCase c : cases)
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+      c.layout = layout;
+      c.bias = true;
+      SCOPED_TRACE(c.name + " " + kcnn::to_string(layout));
+      check_implicit_gemm_tile<Tiles::SmallM>(c);
+      check_implicit_gemm_tile<Tiles::MidM>(c);
+      check_implicit_gemm_tile<Tiles::LargeM>(c);
+      check_implicit_gemm_tile<Tiles::HugeM>(c);
+      check_implicit_gemm_tile<Tiles::Narrow>(c);
+    }
+}
+#endif
 
 // Inputs may be const Views, and unmanaged Views over user memory work too.
 TEST(Conv2dForwardViews, ConstAndUnmanagedInputs) {

@@ -79,13 +79,22 @@ struct ImplicitGemmTile {
 ///    4 vector loads per 64 FMAs, each gathered X element reused 64 times.
 ///  - HugeM (M > 64): BM = 128 with 256 threads, the classic SGEMM block: each gathered
 ///    X element feeds 128 FMAs, halving the gathers per FMA of LargeM.
+///  - Narrow: BM = BN = 64 with 64 threads, for problems with few output tiles (late
+///    ResNet layers: 512 channels of 7x7 pixels) where the wider tiles leave SMs idle.
 /// BK = 8 keeps the two-buffer scratch at 8-17 KiB per team.
 struct ImplicitGemmDeviceTiles {
   using SmallM = ImplicitGemmTile<16, 256, 8, 8, 4>;
   using MidM = ImplicitGemmTile<32, 128, 8, 8, 4>;
   using LargeM = ImplicitGemmTile<64, 128, 8, 8, 8>;
   using HugeM = ImplicitGemmTile<128, 128, 8, 8, 8>;
+  using Narrow = ImplicitGemmTile<64, 64, 8, 8, 8>;
 };
+
+/// The number of teams (block tiles) tile `Tile` cuts an M x J output into.
+template <class Tile>
+std::int64_t implicit_gemm_teams(std::int64_t M, std::int64_t J) {
+  return ((M + Tile::BM - 1) / Tile::BM) * ((J + Tile::BN - 1) / Tile::BN);
+}
 
 /// 16-byte vector of scratch values (4 floats; for double two of them).
 template <class T>
@@ -556,10 +565,18 @@ void conv2d_implicit_gemm(const ExecSpace& space, const XView& x, const WView& w
       implicit_gemm_device_launch<ImplicitGemmDeviceTiles::SmallM>(space, o);
     } else if (o.M <= ImplicitGemmDeviceTiles::MidM::BM) {
       implicit_gemm_device_launch<ImplicitGemmDeviceTiles::MidM>(space, o);
-    } else if (o.M <= ImplicitGemmDeviceTiles::LargeM::BM) {
-      implicit_gemm_device_launch<ImplicitGemmDeviceTiles::LargeM>(space, o);
     } else {
-      implicit_gemm_device_launch<ImplicitGemmDeviceTiles::HugeM>(space, o);
+      // The widest tile that still gives every multiprocessor two teams (concurrency()
+      // counts 2048 threads per SM on the GPUs we target).
+      using Tiles = ImplicitGemmDeviceTiles;
+      const std::int64_t enough = 2 * std::max<std::int64_t>(1, space.concurrency() / 2048);
+      if (o.M > Tiles::LargeM::BM && implicit_gemm_teams<Tiles::HugeM>(o.M, o.J) >= enough) {
+        implicit_gemm_device_launch<Tiles::HugeM>(space, o);
+      } else if (implicit_gemm_teams<Tiles::LargeM>(o.M, o.J) >= enough) {
+        implicit_gemm_device_launch<Tiles::LargeM>(space, o);
+      } else {
+        implicit_gemm_device_launch<Tiles::Narrow>(space, o);
+      }
     }
   };
   if (pb.layout == Layout::NCHW) {
