@@ -43,10 +43,13 @@ namespace kcnn::Impl {
 
 /// A GPU block tile: BM output channels x BN output pixels per team, K in steps of BK;
 /// each thread accumulates TM channels x TN pixels in registers.
-template <int BM_, int BN_, int BK_, int TM_, int TN_>
+template <int BM_, int BN_, int BK_, int TM_, int TN_, int MinTeamsPerSM_>
 struct ImplicitGemmTile {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, TM = TM_, TN = TN_;
   static constexpr int threads = (BM / TM) * (BN / TN);
+  /// Launch bound: the compiler keeps registers low enough for this many teams per
+  /// multiprocessor (65536 / (threads * MinTeamsPerSM) registers per thread).
+  static constexpr int min_teams_per_sm = MinTeamsPerSM_;
   static_assert(BM % TM == 0 && BN % TN == 0, "the micro-tile must divide the block tile");
   static_assert(TM % 4 == 0 && TN % 4 == 0, "micro-tile operands are read as 4-vectors");
 
@@ -82,12 +85,19 @@ struct ImplicitGemmTile {
 ///  - Narrow: BM = BN = 64 with 64 threads, for problems with few output tiles (late
 ///    ResNet layers: 512 channels of 7x7 pixels) where the wider tiles leave SMs idle.
 /// BK = 8 keeps the two-buffer scratch at 8-17 KiB per team.
+///
+/// Registers: without a bound nvcc gave SmallM 102, LargeM 166 and HugeM 141 registers
+/// per thread (H100, 2026-11-22), i.e. 16, 12 and 8 resident warps per SM, and the
+/// kernels stalled with no eligible warp a third of the time. The bounds below ask for
+/// 128 registers or fewer (LargeM, HugeM, Narrow) and 102 (SmallM, MidM).
 struct ImplicitGemmDeviceTiles {
-  using SmallM = ImplicitGemmTile<16, 256, 8, 8, 4>;
-  using MidM = ImplicitGemmTile<32, 128, 8, 8, 4>;
-  using LargeM = ImplicitGemmTile<64, 128, 8, 8, 8>;
-  using HugeM = ImplicitGemmTile<128, 128, 8, 8, 8>;
-  using Narrow = ImplicitGemmTile<64, 64, 8, 8, 8>;
+  using SmallM = ImplicitGemmTile<16, 256, 8, 8, 4, 5>;
+  using MidM = ImplicitGemmTile<32, 128, 8, 8, 4, 5>;
+  using LargeM = ImplicitGemmTile<64, 128, 8, 8, 8, 4>;
+  using HugeM = ImplicitGemmTile<128, 128, 8, 8, 8, 2>;
+  using Narrow = ImplicitGemmTile<64, 64, 8, 8, 8, 8>;
+  /// double: supported, not tuned; a 4 x 4 micro-tile keeps 32 registers of accumulators.
+  using Double = ImplicitGemmTile<32, 64, 8, 4, 4, 1>;
 };
 
 /// The number of teams (block tiles) tile `Tile` cuts an M x J output into.
@@ -509,7 +519,8 @@ auto implicit_gemm_operands(const XView& x, const WView& w, const BView& bias, c
 template <class Tile, Layout L, class ExecSpace, class T>
 void implicit_gemm_device_launch(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o) {
   using Kernel = ImplicitGemmDeviceKernel<L, Tile, ExecSpace, T>;
-  using Policy = Kokkos::TeamPolicy<ExecSpace>;
+  using Policy =
+      Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<Tile::threads, Tile::min_teams_per_sm>>;
   const std::int64_t m_blocks = (o.M + Tile::BM - 1) / Tile::BM;
   const std::int64_t league = m_blocks * ((o.J + Tile::BN - 1) / Tile::BN);
   throw_if(league > std::numeric_limits<int>::max(), "kcnn::conv2d_forward",
@@ -559,8 +570,7 @@ void conv2d_implicit_gemm(const ExecSpace& space, const XView& x, const WView& w
     if constexpr (runs_on_host_v<ExecSpace>) {
       implicit_gemm_host_launch(space, o);
     } else if constexpr (!std::is_same_v<T, float>) {
-      // double: supported with one tile; the tiles are tuned for float.
-      implicit_gemm_device_launch<ImplicitGemmDeviceTiles::LargeM>(space, o);
+      implicit_gemm_device_launch<ImplicitGemmDeviceTiles::Double>(space, o);
     } else if (o.M <= ImplicitGemmDeviceTiles::SmallM::BM) {
       implicit_gemm_device_launch<ImplicitGemmDeviceTiles::SmallM>(space, o);
     } else if (o.M <= ImplicitGemmDeviceTiles::MidM::BM) {
