@@ -136,6 +136,12 @@ void conv2d_two_pass_pool(const ExecSpace& space, ConvAlgo algo, const XView& x,
 /// afterwards). Its scratch allows one call at a time per execution-space instance:
 /// concurrent calls from several host threads on one instance take turns.
 ///
+/// ConvAlgo::ImplicitGemm runs the GEMM view of the convolution without storing the
+/// unrolled matrix: one kernel gathers each tile of it from x while loading (no scratch
+/// buffer, no budget). It accepts any C, M, spatial size, stride, padding and dilation
+/// except padded input extents of 2^29 or more (its window coordinates are 32-bit) and
+/// C*R*S or M of 2^31 or more; those throw kcnn::Error.
+///
 /// Views hold float or double (the same for all; inputs may be const), are contiguous
 /// (LayoutRight or LayoutLeft) and accessible from `ExecSpace`; y must not overlap x, w
 /// or bias. An empty batch (N = 0) or no filters (M = 0) is a valid no-op.
