@@ -88,28 +88,30 @@ inline std::int64_t reduction_length(const Conv2dProblem& pb) {
   return pb.C * pb.R * pb.S;
 }
 
-/// The reduction below which a direct (tiled) convolution beats a GEMM formulation:
-/// with C*R*S this short a GEMM's K dimension is a few tiles deep at most, while a
-/// direct kernel reuses every staged input pixel R*S times. LeNet's C1 (49) and C3
-/// (196) fall below it, ResNet's 3x3 layers (576 and up) above. Measured (RESULTS.md,
-/// 2026-11-22): on the H100 Tiled wins every LeNet layer, Im2colGemm every 3x3 ResNet
-/// layer; on the CPU Tiled wins LeNet C1 and C3 at unit stride by about 2x.
-inline constexpr std::int64_t kShortReductionDevice = 256;
-/// NHWC, unit stride, on a GPU: Tiled stages channel-contiguous rows, and stays ahead of
-/// Im2colGemm up to C*R*S = 576 (H100, N=64: 3x3 with 64 channels at 56x56, Tiled 0.73
-/// ms, Im2colGemm 1.06 ms; with 128 channels at 28x28, 0.89 vs 0.68 ms). Not strided:
-/// AlexNet's conv1 (C*R*S = 363, stride 4) NHWC, Tiled 2.38 ms, Im2colGemm 2.02 ms.
-inline constexpr std::int64_t kShortReductionDeviceNhwc = 576;
-/// GPU, unit stride: reductions above this length with at least
-/// kImplicitGemmMinFiltersDevice filters go to ImplicitGemm (below it, LeNet's C1 with 49
-/// taps and 4 filters, Tiled is 4x faster: ImplicitGemm's 16-filter tile would be 3/4
-/// empty).
-inline constexpr std::int64_t kMediumReductionDevice = 128;
-inline constexpr std::int64_t kImplicitGemmMinFiltersDevice = 16;
-/// GPU, NCHW long reductions: ImplicitGemm up to this many filters, cuBLAS above.
-inline constexpr std::int64_t kImplicitGemmMaxFiltersDevice = 64;
-/// Input channels from which a strided layer goes to a GEMM formulation on a GPU.
-inline constexpr std::int64_t kManyChannelsStridedDevice = 8;
+// Thresholds of the rules below, each with the measurement that placed it (H100 and the
+// 2-core CPU of perf_tests/RESULTS.md, 2026-11-22, kcnn_perf's suites).
+
+/// GPU: up to this many filters Tiled's direct kernel wins: ImplicitGemm's smallest tile
+/// holds 16 filters (LeNet C1, M = 4: Tiled 1.50 ms, ImplicitGemm 6.04 ms; at stride 2
+/// 1.03 vs 1.57 ms). From 16 filters on ImplicitGemm leads (LeNet C3, M = 16: 3.41 vs
+/// 3.95 ms; 29 filters with 5x5 taps: 0.275 vs 0.346 ms).
+inline constexpr std::int64_t kFewFiltersDevice = 8;
+/// GPU, NHWC at unit stride: Tiled stages channel-contiguous rows and leads for
+/// reductions of 257 to 576 taps (3x3 with 64 channels at 56x56: Tiled 0.716 ms,
+/// ImplicitGemm 0.892 ms, whose NHWC gathers are not coalesced).
+inline constexpr std::int64_t kTiledNhwcReductionBegin = 256;
+inline constexpr std::int64_t kTiledNhwcReductionEnd = 576;
+/// GPU: from this reduction length and kWideGemmFiltersDevice filters cuBLAS on the
+/// unrolled matrix leads: the GEMM is large in every dimension (3x3 with 128 channels at
+/// 28x28: Im2colGemm 0.545 ms, ImplicitGemm 0.570 ms; 256 channels at 14x14: 0.469 vs
+/// 0.587 ms; 512 at 7x7: 0.214 vs 1.37 ms, where few pixels leave ImplicitGemm's tiles
+/// too few to fill the GPU).
+inline constexpr std::int64_t kWideGemmReductionDevice = 1024;
+inline constexpr std::int64_t kWideGemmFiltersDevice = 128;
+/// GPU, NHWC 1x1: the unrolled matrix is the input itself; cuBLAS leads up to this many
+/// filters (256 -> 64 channels at 56x56: Im2colGemm 0.352 ms, ImplicitGemm 0.444 ms; with
+/// 256 filters ImplicitGemm leads, 0.445 vs 0.768 ms).
+inline constexpr std::int64_t kPointwiseNhwcGemmFiltersDevice = 64;
 inline constexpr std::int64_t kShortReductionHost = 256;
 /// Host, strided or dilated: Tiled's innermost loop then gathers every stride-th staged
 /// column instead of a contiguous SIMD load, and loses to Im2colGemm unless the
@@ -121,62 +123,52 @@ inline bool unit_stride_and_dilation(const Conv2dProblem& pb) {
   return pb.stride_h == 1 && pb.stride_w == 1 && pb.dilation_h == 1 && pb.dilation_w == 1;
 }
 
+/// 1x1, stride 1, no padding: the unrolled matrix is the input itself.
+inline bool is_pointwise(const Conv2dProblem& pb) {
+  return pb.R == 1 && pb.S == 1 && pb.stride_h == 1 && pb.stride_w == 1 && pb.pad_h == 0 &&
+         pb.pad_w == 0;
+}
+
 /// The Auto heuristic's rules, most specific first. The last rule applies always.
 inline const auto& conv2d_algo_rules() {
   using A = ConvAlgo;
   static const AlgoRule rules[] = {
-      // A 1x1, stride-1, unpadded convolution is a plain GEMM (the unrolled matrix is the
-      // input itself): hand it to the vendor GEMM.
-      {"pointwise",
-       [](const Conv2dProblem& pb, Target) {
-         return pb.R == 1 && pb.S == 1 && pb.stride_h == 1 && pb.stride_w == 1 && pb.pad_h == 0 &&
-                pb.pad_w == 0;
-       },
-       {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
-      // Strided NCHW layers with many input channels on a GPU: Tiled's strided path
-      // reads its staged tile with scalar, bank-conflicted loads for every channel,
-      // while the GEMM streams the unrolled matrix (H100: C=17, 3x3, stride 2, NCHW:
-      // Im2colGemm 0.092 ms, Tiled 0.101 ms; in NHWC Tiled wins, 0.120 vs 0.135 ms;
-      // LeNet C3 at stride 2, C=4: Tiled 2.1 ms, Im2colGemm 3.5 ms).
-      {"device_strided_many_channels",
+      // --- GPUs ---------------------------------------------------------------------
+      {"device_few_filters",
        [](const Conv2dProblem& pb, Target t) {
-         return t == Target::Device && pb.layout == Layout::NCHW &&
-                (pb.stride_h > 1 || pb.stride_w > 1) && pb.C >= kManyChannelsStridedDevice;
-       },
-       {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
-      // Medium reductions with enough filters to fill ImplicitGemm's 16-row tile: the
-      // gathered GEMM beats the direct kernel (H100, LeNet C3, C*R*S = 196, M = 16:
-      // ImplicitGemm 3.59 ms, Tiled 3.96 ms NCHW; 4.06 vs 4.55 ms NHWC).
-      {"device_medium_reduction",
-       [](const Conv2dProblem& pb, Target t) {
-         const std::int64_t k = reduction_length(pb);
-         return t == Target::Device && unit_stride_and_dilation(pb) && k > kMediumReductionDevice &&
-                k <= kShortReductionDevice && pb.M >= kImplicitGemmMinFiltersDevice;
-       },
-       {A::ImplicitGemm, A::Tiled, A::Im2colGemm, A::Reference}},
-      // NCHW long reductions with up to 64 filters: one ImplicitGemm block covers all
-      // of M, so every input element is gathered once (H100, 3x3 with 64 channels at
-      // 56x56: ImplicitGemm 0.63 ms, Im2colGemm 0.85 ms). With more filters cuBLAS on
-      // the unrolled matrix is ahead (128 channels at 28x28: 0.55 vs 0.78 ms).
-      {"device_long_reduction_few_filters",
-       [](const Conv2dProblem& pb, Target t) {
-         return t == Target::Device && pb.layout == Layout::NCHW && unit_stride_and_dilation(pb) &&
-                reduction_length(pb) > kShortReductionDevice &&
-                pb.M <= kImplicitGemmMaxFiltersDevice;
-       },
-       {A::ImplicitGemm, A::Im2colGemm, A::Tiled, A::Reference}},
-      {"device_short_reduction",
-       [](const Conv2dProblem& pb, Target t) {
-         return t == Target::Device &&
-                reduction_length(pb) <= (pb.layout == Layout::NHWC && unit_stride_and_dilation(pb)
-                                             ? kShortReductionDeviceNhwc
-                                             : kShortReductionDevice);
+         return t == Target::Device && pb.M <= kFewFiltersDevice;
        },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
-      // Other long reductions on a GPU: cuBLAS on the unrolled matrix (3x3 ResNet layers
-      // with 128 to 512 channels, AlexNet's conv1).
-      {"device_long_reduction",
+      {"device_nhwc_medium_reduction",
+       [](const Conv2dProblem& pb, Target t) {
+         const std::int64_t k = reduction_length(pb);
+         return t == Target::Device && pb.layout == Layout::NHWC && unit_stride_and_dilation(pb) &&
+                k > kTiledNhwcReductionBegin && k <= kTiledNhwcReductionEnd;
+       },
+       {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
+      {"device_wide_gemm",
+       [](const Conv2dProblem& pb, Target t) {
+         return t == Target::Device && reduction_length(pb) >= kWideGemmReductionDevice &&
+                pb.M >= kWideGemmFiltersDevice;
+       },
+       {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
+      {"device_pointwise_nhwc",
+       [](const Conv2dProblem& pb, Target t) {
+         return t == Target::Device && is_pointwise(pb) && pb.layout == Layout::NHWC &&
+                pb.M <= kPointwiseNhwcGemmFiltersDevice;
+       },
+       {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
+      // Everything else on a GPU: the gathered GEMM (LeNet C3 at stride 1 and 2, 3x3
+      // layers with up to 64 filters in NCHW, 1x1 NCHW layers, AlexNet's conv1, prime,
+      // strided and dilated shapes all measured fastest with it).
+      {"device_default",
        [](const Conv2dProblem&, Target t) { return t == Target::Device; },
+       {A::ImplicitGemm, A::Im2colGemm, A::Tiled, A::Reference}},
+      // --- CPUs ---------------------------------------------------------------------
+      // A 1x1, stride-1, unpadded convolution is a plain GEMM (the unrolled matrix is the
+      // input itself): hand it to the vendor GEMM.
+      {"host_pointwise",
+       [](const Conv2dProblem& pb, Target) { return is_pointwise(pb); },
        {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
       {"host_short_reduction",
        [](const Conv2dProblem& pb, Target t) {
