@@ -370,7 +370,10 @@ void register_pool_benchmarks(int batch) {
       register_one("pool2d/lenet/" + sh.name + "/" + kcnn::to_string(layout) + "/" +
                        kcnn::to_string(sh.mode),
                    [sh](benchmark::State& st) { bench_pool(st, sh); });
-    for (kcnn::ConvAlgo algo : kcnn::implemented_conv_algos())
+    // Every algorithm for both layers, then Auto (each layer its own pick).
+    auto stack_algos = kcnn::implemented_conv_algos();
+    stack_algos.push_back(kcnn::ConvAlgo::Auto);
+    for (kcnn::ConvAlgo algo : stack_algos)
       for (bool fused : {true, false})
         register_one(std::string("lenet_stack/") + (fused ? "fused/" : "unfused/") +
                          kcnn::to_string(layout) + "/" + kcnn::to_string(algo),
