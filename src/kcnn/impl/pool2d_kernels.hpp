@@ -150,6 +150,16 @@ struct Pool2dFlatKernel {
 /// enough for long vectorized inner loops and stay in L1 next to the input rows.
 inline constexpr std::int64_t kPoolHostBlock = 128;
 
+/// The output columns [begin, end) whose windows lie inside the input's columns (no
+/// column padding): the same for every output row.
+inline void pool_inner_columns(const Pool2dParams& g, std::int64_t W, std::int64_t Q,
+                               std::int64_t& begin, std::int64_t& end) {
+  // First q with q*stride - pad >= 0; last q with q*stride - pad + window <= W.
+  begin = std::min<std::int64_t>((g.pad_w + g.stride_w - 1) / g.stride_w, Q);
+  const std::int64_t room = W + g.pad_w - g.window_w;
+  end = room < 0 ? begin : std::clamp<std::int64_t>(room / g.stride_w + 1, begin, Q);
+}
+
 /// Host kernel, NCHW: work item = one output row (n, c, p). Outputs whose window columns
 /// are all real ("inner" columns [q_inner_begin, q_inner_end), the same for every row)
 /// are accumulated in blocks with the window loops outside and the output loop inside
@@ -179,11 +189,7 @@ struct Pool2dHostRowKernel {
         P(pb.P),
         Q(pb.Q),
         has_bias(pb.has_bias) {
-    // First q with q*stride - pad >= 0; last q with q*stride - pad + window <= W.
-    q_inner_begin = std::min<std::int64_t>((g.pad_w + g.stride_w - 1) / g.stride_w, Q);
-    const std::int64_t room = W + g.pad_w - g.window_w;
-    q_inner_end = room < 0 ? q_inner_begin
-                           : std::clamp<std::int64_t>(room / g.stride_w + 1, q_inner_begin, Q);
+    pool_inner_columns(g, W, Q, q_inner_begin, q_inner_end);
   }
 
   void operator()(const std::int64_t row) const {
@@ -223,9 +229,12 @@ struct Pool2dHostRowKernel {
   }
 };
 
-/// Host kernel, NHWC: work item = one output row (n, p) of Q pixels; per pixel, blocks of
-/// C channels accumulated with the window loops outside and the (contiguous) channel
-/// loop inside.
+/// Host kernel, NHWC: work item = one output row (n, p) of Q pixels. With few channels
+/// (C <= kPoolHostBlock, LeNet's 4 and 16) the inner pixels of the row (no column
+/// padding, see pool_inner_columns) go in blocks of whole pixels x all channels, the
+/// window loops outside and one flat (pixel, channel) loop inside, so that no loop is
+/// C iterations short; border pixels and many channels take one pixel at a time,
+/// channels innermost (contiguous).
 template <PoolMode Mode, class XView, class BView, class YView>
 struct Pool2dHostPixelKernel {
   using T = view_scalar_t<YView>;
@@ -237,6 +246,7 @@ struct Pool2dHostPixelKernel {
   Pool2dParams g;
   std::int64_t C, H, W, P, Q;
   bool has_bias;
+  std::int64_t q_inner_begin, q_inner_end;
 
   Pool2dHostPixelKernel(const XView& x_, const BView& bias_, const YView& y_,
                         const Pool2dProblem& pb)
@@ -249,12 +259,15 @@ struct Pool2dHostPixelKernel {
         W(pb.W),
         P(pb.P),
         Q(pb.Q),
-        has_bias(pb.has_bias) {}
+        has_bias(pb.has_bias) {
+    pool_inner_columns(g, W, Q, q_inner_begin, q_inner_end);
+    if (C > kPoolHostBlock) q_inner_end = q_inner_begin;  // every pixel on its own
+  }
 
   void operator()(const std::int64_t row) const {
     const std::int64_t p = row % P, n = row / P;
     T acc[kPoolHostBlock];
-    for (std::int64_t q = 0; q < Q; ++q) {
+    auto pixel = [&](std::int64_t q) {
       const PoolWindow<std::int64_t> win = pool_window(g, H, W, p, q);
       for (std::int64_t c0 = 0; c0 < C; c0 += kPoolHostBlock) {
         const std::int64_t cn = std::min(kPoolHostBlock, C - c0);
@@ -270,7 +283,37 @@ struct Pool2dHostPixelKernel {
                                              has_bias ? T(bias(c0 + i)) : T(0));
         });
       }
+    };
+    for (std::int64_t q = 0; q < q_inner_begin; ++q)
+      pixel(q);
+
+    const std::int64_t h0 = p * g.stride_h - g.pad_h;
+    const std::int64_t h_begin = clip_begin(h0), h_end = clip_end(h0, g.window_h, H);
+    const int divisor = pool_divisor(g, h_end - h_begin, g.window_w);
+    const std::int64_t pixels = C > 0 ? kPoolHostBlock / C : 1;
+    const std::int64_t x_step = static_cast<std::int64_t>(x.stride(2)) * g.stride_w;
+    const std::int64_t x_c = static_cast<std::int64_t>(x.stride(3));
+    for (std::int64_t q0 = q_inner_begin; q0 < q_inner_end; q0 += pixels) {
+      const std::int64_t qn = std::min(pixels, q_inner_end - q0), count = qn * C;
+      for (std::int64_t i = 0; i < count; ++i)
+        acc[i] = Op::init();
+      for (std::int64_t h = h_begin; h < h_end; ++h)
+        for (std::int64_t s = 0; s < g.window_w; ++s) {
+          const auto* in = &x(n, h, q0 * g.stride_w - g.pad_w + s, 0);
+          for (std::int64_t j = 0; j < qn; ++j)
+            for (std::int64_t c = 0; c < C; ++c)
+              acc[j * C + c] = Op::add(acc[j * C + c], T(in[j * x_step + c * x_c]));
+        }
+      with_activation(g.activation, [&](auto act) {
+        for (std::int64_t j = 0; j < qn; ++j)
+          for (std::int64_t c = 0; c < C; ++c)
+            y(n, p, q0 + j, c) = pool_output(act.value, Op::finish(acc[j * C + c], divisor),
+                                             has_bias ? T(bias(c)) : T(0));
+      });
     }
+
+    for (std::int64_t q = q_inner_end; q < Q; ++q)
+      pixel(q);
   }
 };
 
