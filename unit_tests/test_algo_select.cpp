@@ -143,12 +143,14 @@ TEST(AlgoSelect, HeuristicRulesWithEveryAlgorithm) {
       {problem(1000, 4, 40, 40, 16, 7, 7), Target::Host, ConvAlgo::Tiled, "host_short_reduction"},
       {problem(1000, 1, 86, 86, 4, 7, 7, 2), Target::Host, ConvAlgo::Tiled,
        "host_strided_tiny_reduction"},
-      {problem(1000, 4, 40, 40, 16, 7, 7, 2), Target::Host, ConvAlgo::Im2colGemm,
+      {problem(1000, 4, 40, 40, 16, 7, 7, 2), Target::Host, ConvAlgo::ImplicitGemm,
+       "host_nchw_gemm"},
+      {problem(1000, 4, 40, 40, 16, 7, 7, 2, 0, Layout::NHWC), Target::Host, ConvAlgo::Im2colGemm,
        "host_long_reduction"},
       {problem(8, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), Target::Host, ConvAlgo::Im2colGemm,
        "host_long_reduction"},
       {problem(8, 64, 56, 56, 64, 3, 3, 1, 1), Target::Host, ConvAlgo::ImplicitGemm,
-       "host_long_reduction_nchw"},
+       "host_nchw_gemm"},
   };
   for (const auto& e : table) {
     const auto choice = kcnn::Impl::select_conv2d_algo(e.pb, e.target, kEverything);
