@@ -125,8 +125,10 @@ std::vector<ForwardParam> tile_edge_params() {
   return list;
 }
 
-template <class T, class Space>
-void check_forward(const Space& space, const ConvCase& c, ConvAlgo algo) {
+/// Runs `run(x, w, bias, y, params)` on random inputs with y poisoned and compares y with
+/// the double-precision host convolution; params.algo is `algo`.
+template <class T, class Space, class Run>
+void check_forward_with(const Space& space, const ConvCase& c, ConvAlgo algo, Run&& run) {
   SCOPED_TRACE(std::string("scalar ") + (std::is_same_v<T, float> ? "float" : "double"));
   const auto xv = random_values(product(c.x_extents()), 11);
   const auto wv = random_values(product(c.w_extents()), 22);
@@ -142,14 +144,23 @@ void check_forward(const Space& space, const ConvCase& c, ConvAlgo algo) {
 
   auto params = c.params();
   params.algo = algo;
-  if (c.bias) {
-    kcnn::conv2d_forward(space, x, w, bias, y, params);
-  } else {
-    kcnn::conv2d_forward(space, x, w, y, params);
-  }
+  run(x, w, bias, y, params);
   space.fence();
   const double err = relative_error(to_host(y), want);
   EXPECT_LE(err, tolerance<T>()) << "relative error " << err;
+}
+
+template <class T, class Space>
+void check_forward(const Space& space, const ConvCase& c, ConvAlgo algo) {
+  check_forward_with<T>(space, c, algo,
+                        [&](const auto& x, const auto& w, const auto& bias, const auto& y,
+                            const kcnn::Conv2dParams& params) {
+                          if (c.bias) {
+                            kcnn::conv2d_forward(space, x, w, bias, y, params);
+                          } else {
+                            kcnn::conv2d_forward(space, x, w, y, params);
+                          }
+                        });
 }
 
 class Conv2dForward : public ::testing::TestWithParam<ForwardParam> {};
@@ -209,35 +220,26 @@ TEST(Conv2dForwardViews, LayoutLeftViewsMatchReference) {
 template <class Tile>
 void check_implicit_gemm_tile(const ConvCase& c) {
   using Space = Kokkos::DefaultExecutionSpace;
-  using T = float;
-  const auto xv = random_values(product(c.x_extents()), 41);
-  const auto wv = random_values(product(c.w_extents()), 42);
-  const auto bv = random_values(c.M, 43);
-  const auto want = host_conv2d(c, xv, wv, bv);
-  auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
-  auto w = make_tensor<T, Space>("w", c.w_extents(), wv);
-  auto bias = make_vector<T, Space>("bias", bv);
-  const auto ye = c.y_extents();
-  Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
-  poison(y);
-  auto params = c.params();
-  params.algo = ConvAlgo::ImplicitGemm;
-  const auto pb = kcnn::Impl::make_conv2d_problem("test", x, w, bias, y, params);
-  auto launch = [&](auto layout_tag) {
-    constexpr kcnn::Layout L = decltype(layout_tag)::value;
-    const auto o = kcnn::Impl::implicit_gemm_operands<L>(
-        kcnn::Impl::as_kernel_view<Space, false>(x), kcnn::Impl::as_kernel_view<Space, false>(w),
-        kcnn::Impl::as_kernel_view<Space, false>(bias), kcnn::Impl::as_kernel_view<Space, true>(y),
-        pb);
-    kcnn::Impl::implicit_gemm_device_launch<Tile>(Space(), o);
-  };
-  if (c.layout == Layout::NCHW) {
-    launch(std::integral_constant<Layout, Layout::NCHW>{});
-  } else {
-    launch(std::integral_constant<Layout, Layout::NHWC>{});
-  }
-  Space().fence();
-  EXPECT_LE(relative_error(to_host(y), want), tolerance<T>()) << c.name;
+  check_forward_with<float>(Space(), c, ConvAlgo::ImplicitGemm,
+                            [&](const auto& x, const auto& w, const auto& bias, const auto& y,
+                                const kcnn::Conv2dParams& params) {
+                              const auto pb =
+                                  kcnn::Impl::make_conv2d_problem("test", x, w, bias, y, params);
+                              auto launch = [&](auto layout_tag) {
+                                constexpr kcnn::Layout L = decltype(layout_tag)::value;
+                                const auto o = kcnn::Impl::implicit_gemm_operands<L>(
+                                    kcnn::Impl::as_kernel_view<Space, false>(x),
+                                    kcnn::Impl::as_kernel_view<Space, false>(w),
+                                    kcnn::Impl::as_kernel_view<Space, false>(bias),
+                                    kcnn::Impl::as_kernel_view<Space, true>(y), pb);
+                                kcnn::Impl::implicit_gemm_device_launch<Tile>(Space(), o);
+                              };
+                              if (c.layout == Layout::NCHW) {
+                                launch(std::integral_constant<Layout, Layout::NCHW>{});
+                              } else {
+                                launch(std::integral_constant<Layout, Layout::NHWC>{});
+                              }
+                            });
 }
 
 TEST(ImplicitGemmDeviceTiles, EveryTileMatchesReference) {

@@ -112,6 +112,19 @@ struct alignas(16) ImplicitGemmVec4 {
   T v[4];
 };
 
+/// out = p[0 .. N) with N / 4 vector loads; p is 16-byte aligned (scratch rows).
+template <int N, class T>
+KOKKOS_FORCEINLINE_FUNCTION void implicit_gemm_load_run(const T* p, T (&out)[N]) {
+  static_assert(N % 4 == 0, "runs of whole 4-vectors");
+  KCNN_DEVICE_UNROLL
+  for (int v = 0; v < N / 4; ++v) {
+    const ImplicitGemmVec4<T> f = reinterpret_cast<const ImplicitGemmVec4<T>*>(p)[v];
+    KCNN_DEVICE_UNROLL
+    for (int e = 0; e < 4; ++e)
+      out[4 * v + e] = f.v[e];
+  }
+}
+
 /// Stores `count` values to p[0], p[stride], ...; as 4-vectors where the run is
 /// contiguous, complete and 16-byte aligned.
 template <int N, class T>
@@ -173,8 +186,6 @@ template <Layout L, class Tile, class ExecSpace, class T>
 struct ImplicitGemmDeviceKernel {
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, TM = Tile::TM, TN = Tile::TN;
-  using Vec = ImplicitGemmVec4<T>;
-
   ImplicitGemmOperands<L, T> op;
   int m_blocks;  ///< ceil(M / BM): the league walks the M blocks fastest, so the teams
                  ///< gathering the same pixels run together and share them in L2
@@ -264,20 +275,8 @@ struct ImplicitGemmDeviceKernel {
       KCNN_DEVICE_UNROLL
       for (int kk = 0; kk < BK; ++kk) {
         T a[TM], b[TN];
-        KCNN_DEVICE_UNROLL
-        for (int v = 0; v < TM / 4; ++v) {
-          const Vec f = reinterpret_cast<const Vec*>(wt + kk * Tile::w_pitch)[v];
-          KCNN_DEVICE_UNROLL
-          for (int e = 0; e < 4; ++e)
-            a[4 * v + e] = f.v[e];
-        }
-        KCNN_DEVICE_UNROLL
-        for (int v = 0; v < TN / 4; ++v) {
-          const Vec f = reinterpret_cast<const Vec*>(xt + kk * Tile::x_pitch)[v];
-          KCNN_DEVICE_UNROLL
-          for (int e = 0; e < 4; ++e)
-            b[4 * v + e] = f.v[e];
-        }
+        implicit_gemm_load_run(wt + kk * Tile::w_pitch, a);
+        implicit_gemm_load_run(xt + kk * Tile::x_pitch, b);
         KCNN_DEVICE_UNROLL
         for (int i = 0; i < TM; ++i)
           KCNN_DEVICE_UNROLL
