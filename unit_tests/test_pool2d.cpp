@@ -310,6 +310,33 @@ TEST(Pool2dKernels, FlatKernelOnHostMatchesReference) {
       }
 }
 
+// The GPU's 2x2 pair kernel, run on the host: NCHW 2x2 windows at stride 2, W a multiple
+// of 4, odd and even H, both modes, activations, with and without bias, float and
+// double; a problem it does not apply to is refused, not computed.
+TEST(Pool2dKernels, PairKernelOnHostMatchesReference) {
+  using Right = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace>;
+  using RightD = Kokkos::View<double****, Kokkos::LayoutRight, Kokkos::HostSpace>;
+  const PoolCase shapes[] = {{"pair_4x4", 1, 1, 4, 4},
+                             {"pair_odd_h", 2, 3, 7, 12},
+                             {"pair_lenet_like", 3, 4, 20, 80},
+                             {"pair_wide", 1, 5, 2, 132}};
+  int i = 0;
+  for (PoolCase c : shapes)
+    for (PoolMode mode : {PoolMode::Max, PoolMode::Average}) {
+      c.mode = mode;
+      c.activation = static_cast<Activation>(i % 4);
+      c.bias = i % 2 == 0;
+      ++i;
+      check_flat_kernel<Right, Right>(c, kcnn::Impl::Pool2dKernel::Pair2x2);
+      check_flat_kernel<RightD, RightD>(c, kcnn::Impl::Pool2dKernel::Pair2x2);
+    }
+  PoolCase not_multiple_of_4{"pair_w10", 1, 2, 6, 10};
+  auto refused = [&] {
+    check_flat_kernel<Right, Right>(not_multiple_of_4, kcnn::Impl::Pool2dKernel::Pair2x2);
+  };
+  EXPECT_THROW(refused(), kcnn::Error);
+}
+
 // The epilogue API as a fused convolution kernel uses it: a tile of pooled outputs, the
 // convolution outputs pool_input_span names copied into tile-local storage (scratch),
 // pool_window in convolution-output coordinates, pool_reduce reading the tile.
