@@ -165,7 +165,7 @@ struct ImplicitGemmOperands {
   KOKKOS_INLINE_FUNCTION GatherTap gather_tap(int k) const {
     return k < K ? map.gather_tap(k, xs, ws) : outside_tap();
   }
-  /// y's offset of output pixel j (channel 0).
+  /// (n, p, q) of output pixel j.
   KOKKOS_INLINE_FUNCTION Pixel<std::int64_t> pixel(std::int64_t j) const {
     if (j_fits_int) {
       const Pixel<int> p = map.decompose_pixel(static_cast<int>(j));
