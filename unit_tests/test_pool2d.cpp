@@ -337,6 +337,33 @@ TEST(Pool2dKernels, PairKernelOnHostMatchesReference) {
   EXPECT_THROW(refused(), kcnn::Error);
 }
 
+// The GPU's NHWC 2x2 kernel (4 channels per thread), run on the host like the pair kernel.
+TEST(Pool2dKernels, NhwcVectorKernelOnHostMatchesReference) {
+  using Right = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace>;
+  using RightD = Kokkos::View<double****, Kokkos::LayoutRight, Kokkos::HostSpace>;
+  const PoolCase shapes[] = {{"vec_c4", 1, 4, 4, 4},
+                             {"vec_odd_hw", 2, 8, 7, 9},
+                             {"vec_lenet_like", 3, 16, 34, 34},
+                             {"vec_c12", 1, 12, 2, 2}};
+  int i = 0;
+  for (PoolCase c : shapes)
+    for (PoolMode mode : {PoolMode::Max, PoolMode::Average}) {
+      c.layout = Layout::NHWC;
+      c.mode = mode;
+      c.activation = static_cast<Activation>((i + 1) % 4);
+      c.bias = i % 2 == 1;
+      ++i;
+      check_flat_kernel<Right, Right>(c, kcnn::Impl::Pool2dKernel::NhwcVec2x2);
+      check_flat_kernel<RightD, RightD>(c, kcnn::Impl::Pool2dKernel::NhwcVec2x2);
+    }
+  PoolCase six_channels{"vec_c6", 1, 6, 4, 4};
+  six_channels.layout = Layout::NHWC;
+  auto refused = [&] {
+    check_flat_kernel<Right, Right>(six_channels, kcnn::Impl::Pool2dKernel::NhwcVec2x2);
+  };
+  EXPECT_THROW(refused(), kcnn::Error);
+}
+
 // The epilogue API as a fused convolution kernel uses it: a tile of pooled outputs, the
 // convolution outputs pool_input_span names copied into tile-local storage (scratch),
 // pool_window in convolution-output coordinates, pool_reduce reading the tile.
