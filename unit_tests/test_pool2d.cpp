@@ -310,58 +310,49 @@ TEST(Pool2dKernels, FlatKernelOnHostMatchesReference) {
       }
 }
 
-// The GPU's 2x2 pair kernel, run on the host: NCHW 2x2 windows at stride 2, W a multiple
-// of 4, odd and even H, both modes, activations, with and without bias, float and
-// double; a problem it does not apply to is refused, not computed.
-TEST(Pool2dKernels, PairKernelOnHostMatchesReference) {
+// The GPU's 2x2 window kernel, run on the host: 2x2 windows at stride 2 in both layouts
+// (NCHW with W a multiple of 4, NHWC with C a multiple of 4), odd extents, both modes,
+// activations, with and without bias, float and double; a problem it does not apply to
+// is refused, not computed.
+TEST(Pool2dKernels, Window2x2KernelOnHostMatchesReference) {
   using Right = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace>;
   using RightD = Kokkos::View<double****, Kokkos::LayoutRight, Kokkos::HostSpace>;
-  const PoolCase shapes[] = {{"pair_4x4", 1, 1, 4, 4},
-                             {"pair_odd_h", 2, 3, 7, 12},
-                             {"pair_lenet_like", 3, 4, 20, 80},
-                             {"pair_wide", 1, 5, 2, 132}};
-  int i = 0;
-  for (PoolCase c : shapes)
-    for (PoolMode mode : {PoolMode::Max, PoolMode::Average}) {
-      c.mode = mode;
-      c.activation = static_cast<Activation>(i % 4);
-      c.bias = i % 2 == 0;
-      ++i;
-      check_flat_kernel<Right, Right>(c, kcnn::Impl::Pool2dKernel::Pair2x2);
-      check_flat_kernel<RightD, RightD>(c, kcnn::Impl::Pool2dKernel::Pair2x2);
-    }
-  PoolCase not_multiple_of_4{"pair_w10", 1, 2, 6, 10};
-  auto refused = [&] {
-    check_flat_kernel<Right, Right>(not_multiple_of_4, kcnn::Impl::Pool2dKernel::Pair2x2);
+  constexpr auto kernel = kcnn::Impl::Pool2dKernel::Window2x2;
+  struct Family {
+    Layout layout;
+    std::vector<PoolCase> shapes;
+    PoolCase refused;
   };
-  EXPECT_THROW(refused(), kcnn::Error);
-}
-
-// The GPU's NHWC 2x2 kernel (4 channels per thread), run on the host like the pair kernel.
-TEST(Pool2dKernels, NhwcVectorKernelOnHostMatchesReference) {
-  using Right = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace>;
-  using RightD = Kokkos::View<double****, Kokkos::LayoutRight, Kokkos::HostSpace>;
-  const PoolCase shapes[] = {{"vec_c4", 1, 4, 4, 4},
-                             {"vec_odd_hw", 2, 8, 7, 9},
-                             {"vec_lenet_like", 3, 16, 34, 34},
-                             {"vec_c12", 1, 12, 2, 2}};
-  int i = 0;
-  for (PoolCase c : shapes)
-    for (PoolMode mode : {PoolMode::Max, PoolMode::Average}) {
-      c.layout = Layout::NHWC;
-      c.mode = mode;
-      c.activation = static_cast<Activation>((i + 1) % 4);
-      c.bias = i % 2 == 1;
-      ++i;
-      check_flat_kernel<Right, Right>(c, kcnn::Impl::Pool2dKernel::NhwcVec2x2);
-      check_flat_kernel<RightD, RightD>(c, kcnn::Impl::Pool2dKernel::NhwcVec2x2);
-    }
-  PoolCase six_channels{"vec_c6", 1, 6, 4, 4};
-  six_channels.layout = Layout::NHWC;
-  auto refused = [&] {
-    check_flat_kernel<Right, Right>(six_channels, kcnn::Impl::Pool2dKernel::NhwcVec2x2);
+  const Family families[] = {
+      {Layout::NCHW,
+       {{"w4", 1, 1, 4, 4},
+        {"odd_h", 2, 3, 7, 12},
+        {"lenet_like", 3, 4, 20, 80},
+        {"wide", 1, 5, 2, 132}},
+       {"w10", 1, 2, 6, 10}},
+      {Layout::NHWC,
+       {{"c4", 1, 4, 4, 4},
+        {"odd_hw", 2, 8, 7, 9},
+        {"lenet_like", 3, 16, 34, 34},
+        {"c12", 1, 12, 2, 2}},
+       {"c6", 1, 6, 4, 4}},
   };
-  EXPECT_THROW(refused(), kcnn::Error);
+  int i = 0;
+  for (const Family& f : families) {
+    for (PoolCase c : f.shapes)
+      for (PoolMode mode : {PoolMode::Max, PoolMode::Average}) {
+        c.layout = f.layout;
+        c.mode = mode;
+        c.activation = static_cast<Activation>(i % 4);
+        c.bias = i % 2 == 0;
+        ++i;
+        check_flat_kernel<Right, Right>(c, kernel);
+        check_flat_kernel<RightD, RightD>(c, kernel);
+      }
+    PoolCase refused = f.refused;
+    refused.layout = f.layout;
+    EXPECT_THROW((check_flat_kernel<Right, Right>(refused, kernel)), kcnn::Error);
+  }
 }
 
 // The epilogue API as a fused convolution kernel uses it: a tile of pooled outputs, the

@@ -146,14 +146,17 @@ struct Pool2dFlatKernel {
   }
 };
 
-/// GPU kernel for the most common pooling, NCHW 2x2 windows at stride 2 without padding
-/// (LeNet's subsampling), on row-major x and y with W a multiple of 4 and x 16-byte
-/// aligned: a thread computes two neighbouring outputs from one 4-vector of each of the
-/// two input rows. Against one output per thread (Pool2dFlatKernel) that halves the index
-/// arithmetic per output and issues 16-byte instead of 4-byte loads (H100, LeNet's C1
-/// output at batch 10,000: 70% of the copy bandwidth with the flat kernel).
-template <PoolMode Mode, class T, class BView>
-struct Pool2dPairKernel {
+/// GPU kernel for the most common pooling: 2x2 windows at stride 2 without padding
+/// (LeNet's subsampling) on row-major, 16-byte aligned x and y. A thread reads whole
+/// 16-byte vectors and writes 4 outputs' worth of work with far less index arithmetic
+/// than one output per thread (Pool2dFlatKernel, 69-70% of the copy bandwidth on the
+/// H100 for LeNet's C1 output at batch 10,000; this kernel 101%):
+///  - NCHW (W a multiple of 4): two neighbouring outputs from one 4-vector of each of the
+///    window's two input rows;
+///  - NHWC (C a multiple of 4): four channels of one output from one 4-vector per window
+///    cell, stored as one 4-vector.
+template <PoolMode Mode, Layout L, class T, class BView>
+struct Pool2dWindow2x2Kernel {
   using Op = PoolReduce<Mode, T>;
   struct alignas(16) Vec4 {
     T v[4];
@@ -165,87 +168,28 @@ struct Pool2dPairKernel {
   Activation activation;
   int C, H, W, P, Q;
   bool has_bias;
-  FastDivmod32 by_C, by_P, by_pairs;
+  /// NCHW: pairs per output row, P, C; NHWC: 4-vectors per pixel, Q, P.
+  FastDivmod32 by_inner, by_middle, by_outer;
 
   /// Whether the problem and the Views' memory qualify.
-  static bool applies(const Pool2dProblem& pb, const T* x_data, bool row_major) {
-    const Pool2dParams& g = pb.pool;
-    constexpr std::int64_t int_max = std::numeric_limits<int>::max();
-    return g.layout == Layout::NCHW && row_major && g.window_h == 2 && g.window_w == 2 &&
-           g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0 && pb.W % 4 == 0 &&
-           reinterpret_cast<std::uintptr_t>(x_data) % 16 == 0 && pb.input_size() < int_max &&
-           pb.output_size() < int_max;
-  }
-
-  Pool2dPairKernel(const T* x_, T* y_, const BView& bias_, const Pool2dProblem& pb)
-      : x(x_),
-        y(y_),
-        bias(bias_),
-        activation(pb.pool.activation),
-        C(static_cast<int>(pb.C)),
-        H(static_cast<int>(pb.H)),
-        W(static_cast<int>(pb.W)),
-        P(static_cast<int>(pb.P)),
-        Q(static_cast<int>(pb.Q)),
-        has_bias(pb.has_bias),
-        by_C(pb.C),
-        by_P(pb.P),
-        by_pairs(pb.Q / 2) {}
-
-  KOKKOS_INLINE_FUNCTION void operator()(const int idx) const {
-    int rest, pair, p, n, c;
-    by_pairs(idx, rest, pair);
-    by_P(rest, rest, p);
-    by_C(rest, n, c);
-    const T* row0 = x + ((n * C + c) * H + 2 * p) * W + 4 * pair;
-    const Vec4 a = *reinterpret_cast<const Vec4*>(row0);
-    const Vec4 b = *reinterpret_cast<const Vec4*>(row0 + W);
-    T out[2];
-    for (int k = 0; k < 2; ++k) {
-      T acc = Op::init();
-      acc = Op::add(acc, a.v[2 * k]);
-      acc = Op::add(acc, a.v[2 * k + 1]);
-      acc = Op::add(acc, b.v[2 * k]);
-      acc = Op::add(acc, b.v[2 * k + 1]);
-      const T v = Op::finish(acc, 4);
-      out[k] = has_bias ? pool_output(activation, v, T(bias(c))) : pool_output(activation, v);
-    }
-    T* dst = y + ((n * C + c) * P + p) * Q + 2 * pair;
-    dst[0] = out[0];
-    dst[1] = out[1];
-  }
-};
-
-/// The NHWC counterpart of Pool2dPairKernel, for C a multiple of 4 (LeNet's 4 and 16
-/// channels) on row-major, 16-byte aligned x and y: a thread computes 4 channels of one
-/// output from four 16-byte loads (one per window cell) and one 16-byte store (H100,
-/// LeNet's C1 output at batch 10,000: 69% of the copy bandwidth with the flat kernel).
-template <PoolMode Mode, class T, class BView>
-struct Pool2dNhwcVec4Kernel {
-  using Op = PoolReduce<Mode, T>;
-  struct alignas(16) Vec4 {
-    T v[4];
-  };
-
-  const T* x;
-  T* y;
-  BView bias;
-  Activation activation;
-  int C, H, W, P, Q;
-  bool has_bias;
-  FastDivmod32 by_vecs, by_Q, by_P;
-
   static bool applies(const Pool2dProblem& pb, const T* x_data, const T* y_data, bool row_major) {
     const Pool2dParams& g = pb.pool;
     constexpr std::int64_t int_max = std::numeric_limits<int>::max();
-    return g.layout == Layout::NHWC && row_major && g.window_h == 2 && g.window_w == 2 &&
-           g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0 && pb.C % 4 == 0 &&
+    const bool vectors = L == Layout::NCHW ? pb.W % 4 == 0 : pb.C % 4 == 0;
+    return g.layout == L && row_major && vectors && g.window_h == 2 && g.window_w == 2 &&
+           g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0 &&
            reinterpret_cast<std::uintptr_t>(x_data) % 16 == 0 &&
            reinterpret_cast<std::uintptr_t>(y_data) % 16 == 0 && pb.input_size() < int_max &&
            pb.output_size() < int_max;
   }
 
-  Pool2dNhwcVec4Kernel(const T* x_, T* y_, const BView& bias_, const Pool2dProblem& pb)
+  /// Threads of the launch: 4 outputs' worth each (2 NCHW outputs read 8 inputs).
+  static int threads(const Pool2dProblem& pb) {
+    return static_cast<int>(L == Layout::NCHW ? pb.N * pb.C * pb.P * (pb.Q / 2)
+                                              : pb.N * pb.P * pb.Q * (pb.C / 4));
+  }
+
+  Pool2dWindow2x2Kernel(const T* x_, T* y_, const BView& bias_, const Pool2dProblem& pb)
       : x(x_),
         y(y_),
         bias(bias_),
@@ -256,33 +200,47 @@ struct Pool2dNhwcVec4Kernel {
         P(static_cast<int>(pb.P)),
         Q(static_cast<int>(pb.Q)),
         has_bias(pb.has_bias),
-        by_vecs(pb.C / 4),
-        by_Q(pb.Q),
-        by_P(pb.P) {}
+        by_inner(L == Layout::NCHW ? pb.Q / 2 : pb.C / 4),
+        by_middle(L == Layout::NCHW ? pb.P : pb.Q),
+        by_outer(L == Layout::NCHW ? pb.C : pb.P) {}
+
+  /// The pooled value of the window cells a, b, c, d (row-major order, as pool_reduce
+  /// visits them), bias and activation applied.
+  KOKKOS_FORCEINLINE_FUNCTION T pool4(T a, T b, T c, T d, int channel) const {
+    T acc = Op::init();
+    acc = Op::add(acc, a);
+    acc = Op::add(acc, b);
+    acc = Op::add(acc, c);
+    acc = Op::add(acc, d);
+    const T v = Op::finish(acc, 4);
+    return has_bias ? pool_output(activation, v, T(bias(channel))) : pool_output(activation, v);
+  }
 
   KOKKOS_INLINE_FUNCTION void operator()(const int idx) const {
-    int rest, vec, q, p, n;
-    by_vecs(idx, rest, vec);
-    by_Q(rest, rest, q);
-    by_P(rest, n, p);
-    const int c0 = 4 * vec;
-    const T* cell = x + ((n * H + 2 * p) * W + 2 * q) * C + c0;
-    const Vec4 v00 = *reinterpret_cast<const Vec4*>(cell);
-    const Vec4 v01 = *reinterpret_cast<const Vec4*>(cell + C);
-    const Vec4 v10 = *reinterpret_cast<const Vec4*>(cell + W * C);
-    const Vec4 v11 = *reinterpret_cast<const Vec4*>(cell + W * C + C);
-    Vec4 out;
-    for (int e = 0; e < 4; ++e) {
-      T acc = Op::init();
-      acc = Op::add(acc, v00.v[e]);
-      acc = Op::add(acc, v01.v[e]);
-      acc = Op::add(acc, v10.v[e]);
-      acc = Op::add(acc, v11.v[e]);
-      const T v = Op::finish(acc, 4);
-      out.v[e] =
-          has_bias ? pool_output(activation, v, T(bias(c0 + e))) : pool_output(activation, v);
+    int rest, inner, middle, outer, n;
+    by_inner(idx, rest, inner);
+    by_middle(rest, rest, middle);
+    by_outer(rest, n, outer);
+    if constexpr (L == Layout::NCHW) {
+      const int pair = inner, p = middle, c = outer;
+      const T* row0 = x + ((n * C + c) * H + 2 * p) * W + 4 * pair;
+      const Vec4 r0 = *reinterpret_cast<const Vec4*>(row0);
+      const Vec4 r1 = *reinterpret_cast<const Vec4*>(row0 + W);
+      T* dst = y + ((n * C + c) * P + p) * Q + 2 * pair;
+      for (int k = 0; k < 2; ++k)
+        dst[k] = pool4(r0.v[2 * k], r0.v[2 * k + 1], r1.v[2 * k], r1.v[2 * k + 1], c);
+    } else {
+      const int c0 = 4 * inner, q = middle, p = outer;
+      const T* cell = x + ((n * H + 2 * p) * W + 2 * q) * C + c0;
+      const Vec4 v00 = *reinterpret_cast<const Vec4*>(cell);
+      const Vec4 v01 = *reinterpret_cast<const Vec4*>(cell + C);
+      const Vec4 v10 = *reinterpret_cast<const Vec4*>(cell + W * C);
+      const Vec4 v11 = *reinterpret_cast<const Vec4*>(cell + W * C + C);
+      Vec4 out;
+      for (int e = 0; e < 4; ++e)
+        out.v[e] = pool4(v00.v[e], v01.v[e], v10.v[e], v11.v[e], c0 + e);
+      *reinterpret_cast<Vec4*>(y + ((n * P + p) * Q + q) * C + c0) = out;
     }
-    *reinterpret_cast<Vec4*>(y + ((n * P + p) * Q + q) * C + c0) = out;
   }
 };
 
@@ -459,7 +417,7 @@ struct Pool2dHostPixelKernel {
 
 /// The pooling kernels: the flat one with 32- or 64-bit indices (device backends), or
 /// the host row kernels. Tests run the flat kernels on the host too.
-enum class Pool2dKernel { Flat32, Flat64, HostRows, Pair2x2, NhwcVec2x2 };
+enum class Pool2dKernel { Flat32, Flat64, HostRows, Window2x2 };
 
 /// The kernel pool2d uses on `ExecSpace` for this problem.
 template <class ExecSpace>
@@ -475,17 +433,20 @@ Pool2dKernel default_pool2d_kernel(const Pool2dProblem& pb) {
   }
 }
 
-/// The kernel pool2d uses for these Views on GPUs: the 2x2 kernels where they apply
-/// (NCHW pairs, NHWC 4-channel vectors), else default_pool2d_kernel's choice.
+/// The kernel pool2d uses for these Views on GPUs: the 2x2 window kernel where it applies,
+/// else default_pool2d_kernel's choice.
 template <class ExecSpace, class XView, class YView>
 Pool2dKernel default_pool2d_kernel(const Pool2dProblem& pb, const XView& x, const YView& y) {
   using T = view_scalar_t<YView>;
   if constexpr (!is_host_exec_space_v<ExecSpace>) {
     const bool row_major = is_row_major(x) && is_row_major(y);
-    if (Pool2dPairKernel<PoolMode::Max, T, int>::applies(pb, x.data(), row_major))
-      return Pool2dKernel::Pair2x2;
-    if (Pool2dNhwcVec4Kernel<PoolMode::Max, T, int>::applies(pb, x.data(), y.data(), row_major))
-      return Pool2dKernel::NhwcVec2x2;
+    const bool window2x2 =
+        pb.pool.layout == Layout::NCHW
+            ? Pool2dWindow2x2Kernel<PoolMode::Max, Layout::NCHW, T, int>::applies(
+                  pb, x.data(), y.data(), row_major)
+            : Pool2dWindow2x2Kernel<PoolMode::Max, Layout::NHWC, T, int>::applies(
+                  pb, x.data(), y.data(), row_major);
+    if (window2x2) return Pool2dKernel::Window2x2;
   }
   return default_pool2d_kernel<ExecSpace>(pb);
 }
@@ -500,24 +461,14 @@ void pool2d_launch_layout(const ExecSpace& space, const XView& x, const BView& b
     Kokkos::parallel_for(label, Policy(space, 0, static_cast<I>(pb.output_size())),
                          Pool2dFlatKernel<Mode, L, I, XView, BView, YView>(x, bias, y, pb));
   };
-  if (kernel == Pool2dKernel::Pair2x2) {
-    using T = view_scalar_t<YView>;
-    using Kernel = Pool2dPairKernel<Mode, T, BView>;
-    throw_if(!Kernel::applies(pb, x.data(), is_row_major(x) && is_row_major(y)), label,
-             "internal: the 2x2 pair kernel does not apply to this problem");
-    Kokkos::parallel_for(label,
-                         Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int>>(
-                             space, 0, static_cast<int>(pb.N * pb.C * pb.P * (pb.Q / 2))),
-                         Kernel(x.data(), y.data(), bias, pb));
-  } else if (kernel == Pool2dKernel::NhwcVec2x2) {
-    using T = view_scalar_t<YView>;
-    using Kernel = Pool2dNhwcVec4Kernel<Mode, T, BView>;
+  if (kernel == Pool2dKernel::Window2x2) {
+    using Kernel = Pool2dWindow2x2Kernel<Mode, L, view_scalar_t<YView>, BView>;
     throw_if(!Kernel::applies(pb, x.data(), y.data(), is_row_major(x) && is_row_major(y)), label,
-             "internal: the NHWC 2x2 vector kernel does not apply to this problem");
-    Kokkos::parallel_for(label,
-                         Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int>>(
-                             space, 0, static_cast<int>(pb.N * pb.P * pb.Q * (pb.C / 4))),
-                         Kernel(x.data(), y.data(), bias, pb));
+             "internal: the 2x2 window kernel does not apply to this problem");
+    Kokkos::parallel_for(
+        label,
+        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int>>(space, 0, Kernel::threads(pb)),
+        Kernel(x.data(), y.data(), bias, pb));
   } else if (kernel == Pool2dKernel::Flat32) {
     flat(int{});
   } else if (kernel == Pool2dKernel::Flat64) {
