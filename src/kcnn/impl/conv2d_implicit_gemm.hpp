@@ -106,19 +106,13 @@ std::int64_t implicit_gemm_teams(std::int64_t M, std::int64_t J) {
   return ((M + Tile::BM - 1) / Tile::BM) * ((J + Tile::BN - 1) / Tile::BN);
 }
 
-/// 16-byte vector of scratch values (4 floats; for double two of them).
-template <class T>
-struct alignas(16) ImplicitGemmVec4 {
-  T v[4];
-};
-
 /// out = p[0 .. N) with N / 4 vector loads; p is 16-byte aligned (scratch rows).
 template <int N, class T>
 KOKKOS_FORCEINLINE_FUNCTION void implicit_gemm_load_run(const T* p, T (&out)[N]) {
   static_assert(N % 4 == 0, "runs of whole 4-vectors");
   KCNN_DEVICE_UNROLL
   for (int v = 0; v < N / 4; ++v) {
-    const ImplicitGemmVec4<T> f = reinterpret_cast<const ImplicitGemmVec4<T>*>(p)[v];
+    const AlignedVec4<T> f = reinterpret_cast<const AlignedVec4<T>*>(p)[v];
     KCNN_DEVICE_UNROLL
     for (int e = 0; e < 4; ++e)
       out[4 * v + e] = f.v[e];
@@ -133,8 +127,8 @@ KOKKOS_FORCEINLINE_FUNCTION void implicit_gemm_store_run(T* p, std::int64_t stri
   if (count == N && stride == 1 && reinterpret_cast<std::uintptr_t>(p) % 16 == 0) {
     KCNN_DEVICE_UNROLL
     for (int i = 0; i < N / 4; ++i)
-      reinterpret_cast<ImplicitGemmVec4<T>*>(p)[i] =
-          ImplicitGemmVec4<T>{{v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]}};
+      reinterpret_cast<AlignedVec4<T>*>(p)[i] =
+          AlignedVec4<T>{{v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]}};
     return;
   }
   KCNN_DEVICE_UNROLL

@@ -470,9 +470,7 @@ struct Conv2dTiledKernel {
   static constexpr bool vector_loads = !on_host && Unit && KR > 0 && KS > 0 &&
                                        std::is_same_v<scalar, float>&& BW % 4 == 0 && BM % 4 == 0;
 
-  struct alignas(16) Vec4 {
-    scalar v[4];
-  };
+  using Vec4 = AlignedVec4<scalar>;
 
   /// accumulate() for the vector_loads case: per filter row, each micro-tile row's
   /// BW + KS - 1 input columns come into registers with (BW + KS + 2) / 4 vector loads

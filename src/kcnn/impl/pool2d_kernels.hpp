@@ -158,9 +158,7 @@ struct Pool2dFlatKernel {
 template <PoolMode Mode, Layout L, class T, class BView>
 struct Pool2dWindow2x2Kernel {
   using Op = PoolReduce<Mode, T>;
-  struct alignas(16) Vec4 {
-    T v[4];
-  };
+  using Vec4 = AlignedVec4<T>;
 
   const T* x;
   T* y;

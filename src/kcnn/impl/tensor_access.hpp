@@ -23,6 +23,14 @@ KOKKOS_FORCEINLINE_FUNCTION decltype(auto) at(const View& v, I0 n, I1 c, I2 h, I
   }
 }
 
+/// Four consecutive values as one 16-byte-aligned unit, for the vector loads and stores
+/// of the GPU kernels (one 128-bit access for float, two for double). Only for addresses
+/// the caller has proven 16-byte aligned.
+template <class T>
+struct alignas(16) AlignedVec4 {
+  T v[4];
+};
+
 /// Element strides of a rank-4 tensor by logical dimension (batch, channel, row,
 /// column), whatever the View's layout: for raw-pointer kernels that form 64-bit
 /// addresses themselves. Weights use it too, with n = output channel.
