@@ -60,7 +60,12 @@ ConvCase conv(ConvCase c, Activation activation, bool bias) {
 /// the latter on a non-dividing 34x34), overlapping 3/2 windows, average pooling with
 /// padding (counted and not) and a pooling activation, a strided convolution, batch 1
 /// and C = M = 1 with a non-square pool, a pool window as large as the conv output, and
-/// stride-1 pooling.
+/// stride-1 pooling. Then shapes for the fused kernels' tiling: several pooled tiles in
+/// every direction with channel counts that leave partial channel tiles (37 filters),
+/// non-overlapping windows that do not divide the conv output (5x5), a padded
+/// non-overlapping window (3x3 stride 3 pad 1) with windows crossing image boundaries
+/// in an implicit GEMM's column tiles (batch 3), a window of 81 cells (more than the
+/// implicit GEMM fuses), and overlapping windows after a dilated strided convolution.
 std::vector<FusedCase> fused_cases() {
   const ConvCase c1{"lenet_c1_relu_max2", 2, 1, 86, 86, 4, 7, 7};
   const ConvCase c3{"lenet_c3_relu_max4", 2, 4, 40, 40, 16, 7, 7};
@@ -71,6 +76,11 @@ std::vector<FusedCase> fused_cases() {
   const ConvCase b1{"batch1_c1_max2x3_nondividing", 1, 1, 12, 11, 1, 3, 3};
   const ConvCase gl{"avg_global", 2, 2, 6, 6, 3, 3, 3};
   const ConvCase s1{"max2_stride1_pad", 1, 3, 8, 8, 2, 3, 3, 1, 1, 1, 1};
+  const ConvCase tl{"tiles_crossed_m37_max2", 2, 3, 75, 71, 37, 3, 3, 1, 1, 1, 1};
+  const ConvCase p5{"max5s5_nondividing", 3, 2, 29, 31, 6, 5, 5};
+  const ConvCase p3{"avg3s3_pad1_batch3", 3, 2, 11, 10, 5, 3, 3};
+  const ConvCase p9{"avg9_81cells", 1, 2, 30, 26, 3, 3, 3};
+  const ConvCase dl{"dilated_strided_max3s2", 2, 3, 23, 21, 7, 3, 3, 2, 2, 2, 1, 2, 2};
   return {
       {conv(c1, Activation::ReLU, true), pool(2, 2, 2, 2, 0, 0, PoolMode::Max)},
       {conv(c3, Activation::ReLU, true), pool(4, 4, 4, 4, 0, 0, PoolMode::Max)},
@@ -84,6 +94,12 @@ std::vector<FusedCase> fused_cases() {
       {conv(b1, Activation::Identity, true), pool(2, 3, 2, 3, 0, 0, PoolMode::Max)},
       {conv(gl, Activation::Tanh, true), pool(4, 4, 1, 1, 0, 0, PoolMode::Average)},
       {conv(s1, Activation::ReLU, true), pool(2, 2, 1, 1, 1, 1, PoolMode::Max)},
+      {conv(tl, Activation::ReLU, true), pool(2, 2, 2, 2, 0, 0, PoolMode::Max)},
+      {conv(p5, Activation::Tanh, true), pool(5, 5, 5, 5, 0, 0, PoolMode::Max)},
+      {conv(p3, Activation::ReLU, true),
+       pool(3, 3, 3, 3, 1, 1, PoolMode::Average, false, Activation::Sigmoid)},
+      {conv(p9, Activation::Identity, true), pool(9, 9, 9, 9, 0, 0, PoolMode::Average)},
+      {conv(dl, Activation::ReLU, false), pool(3, 3, 2, 2, 1, 1, PoolMode::Max)},
   };
 }
 

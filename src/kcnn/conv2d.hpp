@@ -57,16 +57,19 @@ void conv2d_dispatch(const ExecSpace& space, ConvAlgo algo, const XView& x, cons
   }
 }
 
-/// Whether `algo`'s kernels apply Conv2dParams::pool themselves, in the same pass (the
-/// unpooled output never reaches memory): conv2d_dispatch then hands them pb.has_pool ==
-/// true and the pooled y. Every algorithm answering false receives the unpooled problem
-/// instead, run into a temporary followed by the pooling kernel (conv2d_two_pass_pool).
-constexpr bool conv2d_fuses_pool(ConvAlgo algo) {
+/// Whether `algo`'s kernels apply pooling `pool` (Conv2dParams::pool) themselves, in the
+/// same pass (the unpooled output never reaches memory): conv2d_dispatch then hands
+/// them pb.has_pool == true and the pooled y. Otherwise the algorithm receives the
+/// unpooled problem, run into a temporary followed by the pooling kernel
+/// (conv2d_two_pass_pool).
+inline bool conv2d_fuses_pool(ConvAlgo algo, const Pool2dParams& pool) {
   switch (algo) {
-    case ConvAlgo::Reference:   // two passes by design: it is the ground truth
-    case ConvAlgo::Im2colGemm:  // two passes allowed (issue 6)
-    case ConvAlgo::Tiled:       // true once its fused kernel lands
+    case ConvAlgo::Tiled:
+      return true;
     case ConvAlgo::ImplicitGemm:
+      return implicit_gemm_fuses_pool(pool);
+    case ConvAlgo::Reference:   // two passes by design: it is the ground truth
+    case ConvAlgo::Im2colGemm:  // the GEMM's output is the unpooled tensor
     case ConvAlgo::Auto:
       break;
   }
@@ -166,7 +169,7 @@ void conv2d_forward(const ExecSpace& space, const XView& x, const WView& w, cons
   const auto wk = Impl::as_kernel_view<ExecSpace, false>(w);
   const auto bk = Impl::as_kernel_view<ExecSpace, false>(bias);
   const auto yk = Impl::as_kernel_view<ExecSpace, true>(y);
-  if (pb.has_pool && !Impl::conv2d_fuses_pool(algo)) {
+  if (pb.has_pool && !Impl::conv2d_fuses_pool(algo, pb.pool)) {
     Impl::conv2d_two_pass_pool(space, algo, xk, wk, bk, yk, pb);
   } else {
     Impl::conv2d_dispatch(space, algo, xk, wk, bk, yk, pb);

@@ -34,6 +34,7 @@
 #include "epilogue.hpp"
 #include "im2col_kernels.hpp"
 #include "macros.hpp"
+#include "pool_epilogue.hpp"
 #include "problem.hpp"
 #include "tensor_access.hpp"
 #include "unroll_map.hpp"
@@ -136,6 +137,38 @@ KOKKOS_FORCEINLINE_FUNCTION void implicit_gemm_store_run(T* p, std::int64_t stri
     if (i < count) p[i * stride] = v[i];
 }
 
+/// A fused pooling in the GEMM view: the columns are the cells of the pooling windows,
+/// window-major (column j: window u = j / cells, cell j % cells, row-major within the
+/// window), so a team whose columns hold whole windows pools them without another pass.
+/// Overlapping windows (stride < window) recompute the conv outputs they share; cells
+/// outside the conv output (the pooling's padding, floor-mode edges) gather nothing and
+/// are skipped by the reduction.
+struct ImplicitGemmPoolColumns {
+  bool enabled = false;
+  Pool2dParams pool;
+  int cells = 1;                            ///< window_h * window_w
+  std::int64_t P_pooled = 0, Q_pooled = 0;  ///< pooled extents
+  std::int64_t windows = 0;                 ///< N * P_pooled * Q_pooled
+
+  /// Columns a team of `bn` columns takes: whole windows only (0 if one does not fit).
+  KOKKOS_INLINE_FUNCTION int columns_per_team(int bn) const {
+    return enabled ? bn / cells * cells : bn;
+  }
+  /// Pooled output u as (n, p, q).
+  KOKKOS_INLINE_FUNCTION Pixel<std::int64_t> pooled(std::int64_t u) const {
+    const std::int64_t plane = P_pooled * Q_pooled;
+    const std::int64_t n = u / plane, rest = u - n * plane;
+    return {n, rest / Q_pooled, rest % Q_pooled};
+  }
+  /// Conv output row / column where pooled output p / q's window starts (may be < 0).
+  KOKKOS_INLINE_FUNCTION std::int64_t window_row(std::int64_t p) const {
+    return p * pool.stride_h - pool.pad_h;
+  }
+  KOKKOS_INLINE_FUNCTION std::int64_t window_col(std::int64_t q) const {
+    return q * pool.stride_w - pool.pad_w;
+  }
+};
+
 /// Raw operands of the GEMM view, shared by the GPU and host kernels.
 template <Layout L, class T>
 struct ImplicitGemmOperands {
@@ -148,13 +181,58 @@ struct ImplicitGemmOperands {
   T* y;
   LogicalStrides ys;
   int M, K;        ///< output channels, taps (C*R*S; validated to fit int)
-  std::int64_t J;  ///< output pixels N*P*Q
+  std::int64_t J;  ///< columns: output pixels N*P*Q, or window cells with a fused pooling
   Activation activation;
   bool j_fits_int;  ///< pixel indices fit int: decompose them with 32-bit divisions
+  ImplicitGemmPoolColumns pooling;
 
+  /// Column j's part of every gather (outside_pixel() for columns past J and for
+  /// window cells outside the conv output).
   KOKKOS_INLINE_FUNCTION GatherPixel gather_pixel(std::int64_t j) const {
     if (j >= J) return outside_pixel();
+    if (pooling.enabled) {
+      const std::int64_t u = j / pooling.cells;
+      const int cell = static_cast<int>(j - u * pooling.cells);
+      const Pixel<std::int64_t> pp = pooling.pooled(u);
+      const std::int64_t p = pooling.window_row(pp.p) + cell / pooling.pool.window_w;
+      const std::int64_t q = pooling.window_col(pp.q) + cell % pooling.pool.window_w;
+      if (p < 0 || p >= map.P || q < 0 || q >= map.Q) return outside_pixel();
+      return map.gather_pixel_at(Pixel<std::int64_t>{pp.n, p, q}, xs);
+    }
     return j_fits_int ? map.gather_pixel(static_cast<int>(j), xs) : map.gather_pixel(j, xs);
+  }
+  /// Column `jc` of the team whose columns start at block * columns_per_team(bn).
+  KOKKOS_INLINE_FUNCTION GatherPixel gather_column(std::int64_t block, int jc, int bn) const {
+    const int per_team = pooling.columns_per_team(bn);
+    return jc < per_team ? gather_pixel(block * per_team + jc) : outside_pixel();
+  }
+
+  /// The fused pooling's last phase for one team: `tile` holds the team's conv outputs
+  /// (bias and activation applied), row i for channel m0 + i, column jc for the team's
+  /// column jc (pitch `pitch`); thread `rank` of `threads` reduces its share of the
+  /// team's windows into y. Threads take consecutive windows (NCHW) or channels (NHWC):
+  /// y's contiguous dimension.
+  KOKKOS_INLINE_FUNCTION void pool_tile(const T* tile, int pitch, int rows, int m0,
+                                        std::int64_t block, int bn, int rank, int threads) const {
+    const int windows_per_team = bn / pooling.cells;
+    const int count = rows * windows_per_team;
+    for (int e = rank; e < count; e += threads) {
+      const int i = L == Layout::NCHW ? e / windows_per_team : e % rows;
+      const int wl = L == Layout::NCHW ? e % windows_per_team : e / rows;
+      const int m = m0 + i;
+      const std::int64_t u = block * windows_per_team + wl;
+      if (m >= M || u >= pooling.windows) continue;
+      const Pixel<std::int64_t> pp = pooling.pooled(u);
+      const PoolWindow<std::int64_t> win = pool_window(pooling.pool, map.P, map.Q, pp.p, pp.q);
+      const std::int64_t h0 = pooling.window_row(pp.p), w0 = pooling.window_col(pp.q);
+      const T* cells = tile + std::int64_t(i) * pitch + std::int64_t(wl) * pooling.cells;
+      const T v =
+          pool_reduce_dynamic<T>(pooling.pool.mode, win, [&](std::int64_t h, std::int64_t w) {
+            return cells[(h - h0) * pooling.pool.window_w + (w - w0)];
+          });
+      y[pp.n * ys.n + std::int64_t(m) * ys.c + pp.p * ys.h + pp.q * ys.w] =
+          pool_output(pooling.pool.activation, v);
+    }
   }
   KOKKOS_INLINE_FUNCTION GatherTap gather_tap(int k) const {
     return k < K ? map.gather_tap(k, xs, ws) : outside_tap();
@@ -184,8 +262,13 @@ struct ImplicitGemmDeviceKernel {
   int m_blocks;  ///< ceil(M / BM): the league walks the M blocks fastest, so the teams
                  ///< gathering the same pixels run together and share them in L2
 
-  KOKKOS_INLINE_FUNCTION static constexpr std::size_t scratch_bytes() {
-    return sizeof(T) * 2 * BK * (Tile::x_pitch + Tile::w_pitch) + sizeof(GatherTap) * 2 * BK +
+  /// Scratch bytes per team: the double-buffered operand tiles and the tap table; with
+  /// a fused pooling at least the BM x BN conv tile, which reuses them at the end.
+  KOKKOS_INLINE_FUNCTION static constexpr std::size_t scratch_bytes(bool fused_pool) {
+    const std::size_t operands =
+        sizeof(T) * 2 * BK * (Tile::x_pitch + Tile::w_pitch) + sizeof(GatherTap) * 2 * BK;
+    const std::size_t conv_tile = fused_pool ? sizeof(T) * BM * Tile::x_pitch : 0;
+    return (operands > conv_tile ? operands : conv_tile) +
            16;  // get_shmem_aligned may skip up to 15 bytes
   }
 
@@ -193,13 +276,14 @@ struct ImplicitGemmDeviceKernel {
     const int t = team.team_rank();
     const int mb = team.league_rank() % m_blocks;
     const int m0 = mb * BM;
-    const std::int64_t j0 = std::int64_t(team.league_rank() / m_blocks) * BN;
+    const std::int64_t block = team.league_rank() / m_blocks;  // the team's column block
+    const std::int64_t j0 = block * BN;
 
     // Scratch: X tiles [2][BK][x_pitch], W tiles [2][BK][w_pitch] (k-major: a thread's
     // TN pixels / TM channels of one k are one contiguous vector run), tap table
     // [2][BK]. Each part's size is a multiple of 64 bytes, so all stay aligned.
-    T* const x_tiles =
-        static_cast<T*>(team.team_scratch(0).get_shmem_aligned(scratch_bytes() - 16, 16));
+    T* const x_tiles = static_cast<T*>(
+        team.team_scratch(0).get_shmem_aligned(scratch_bytes(op.pooling.enabled) - 16, 16));
     T* const w_tiles = x_tiles + 2 * BK * Tile::x_pitch;
     GatherTap* const taps = reinterpret_cast<GatherTap*>(w_tiles + 2 * BK * Tile::w_pitch);
 
@@ -208,7 +292,7 @@ struct ImplicitGemmDeviceKernel {
     GatherPixel pix[Tile::cols_per_thread];
     KCNN_DEVICE_UNROLL
     for (int c = 0; c < Tile::cols_per_thread; ++c)
-      pix[c] = op.gather_pixel(j0 + jl + c * Tile::threads_j);
+      pix[c] = op.gather_column(block, jl + c * Tile::threads_j, BN);
 
     T x_next[Tile::rows_per_thread][Tile::cols_per_thread];
     T w_next[Tile::w_per_thread];
@@ -281,7 +365,24 @@ struct ImplicitGemmDeviceKernel {
       if (step + 1 < steps) store((step + 1) % 2);
       team.team_barrier();
     }
-    epilogue(acc, m0 + tm * TM, j0 + tn * TN);
+    if (!op.pooling.enabled) {
+      epilogue(acc, m0 + tm * TM, j0 + tn * TN);
+      return;
+    }
+    // Fused pooling: the tile's conv outputs into scratch (the loop's last barrier has
+    // released the operand tiles), then the team pools them into y.
+    KCNN_DEVICE_UNROLL
+    for (int i = 0; i < TM; ++i) {
+      const int m = m0 + tm * TM + i < op.M ? m0 + tm * TM + i : op.M - 1;
+      const T b = op.bias ? op.bias[m] : T(0);
+      T out[TN];
+      KCNN_DEVICE_UNROLL
+      for (int jj = 0; jj < TN; ++jj)
+        out[jj] = apply_activation(op.activation, acc[i][jj] + b);
+      implicit_gemm_store_run<TN>(x_tiles + (tm * TM + i) * Tile::x_pitch + tn * TN, 1, out, TN);
+    }
+    team.team_barrier();
+    op.pool_tile(x_tiles, Tile::x_pitch, BM, m0, block, BN, t, Tile::threads);
   }
 
   /// bias + activation, then the stores: per pixel run inside one output row (NCHW,
@@ -356,14 +457,17 @@ struct ImplicitGemmHostKernel {
   ImplicitGemmOperands<L, T> op;
   int bn;  ///< pixels per team, a multiple of TN
 
-  static std::size_t scratch_bytes(int K, int bn) {
+  static std::size_t scratch_bytes(int K, int bn, int M, bool fused_pool) {
     return sizeof(T) * std::size_t(K) * bn + sizeof(std::int64_t) * (std::size_t(K) + bn) +
-           sizeof(GatherPixel) * bn + 64;
+           sizeof(GatherPixel) * bn + (fused_pool ? sizeof(T) * std::size_t(M) * bn + 64 : 0) + 64;
   }
 
   void operator()(const member_type& team) const {
-    const std::int64_t j0 = std::int64_t(team.league_rank()) * bn;
-    const int count = static_cast<int>(std::min<std::int64_t>(bn, op.J - j0));
+    const bool fused_pool = op.pooling.enabled;
+    const std::int64_t block = team.league_rank();
+    const int per_team = op.pooling.columns_per_team(bn);
+    const std::int64_t j0 = block * per_team;
+    const int count = static_cast<int>(std::min<std::int64_t>(per_team, op.J - j0));
     auto& scratch = team.team_scratch(1);
     T* const panel =
         static_cast<T*>(scratch.get_shmem_aligned(sizeof(T) * std::size_t(op.K) * bn, 64));
@@ -371,10 +475,15 @@ struct ImplicitGemmHostKernel {
         static_cast<std::int64_t*>(scratch.get_shmem_aligned(sizeof(std::int64_t) * op.K, 8));
     std::int64_t* const y_off =
         static_cast<std::int64_t*>(scratch.get_shmem_aligned(sizeof(std::int64_t) * bn, 8));
+    // Fused pooling: the team's conv outputs, [M][bn], pooled at the end.
+    T* const conv_tile =
+        fused_pool
+            ? static_cast<T*>(scratch.get_shmem_aligned(sizeof(T) * std::size_t(op.M) * bn, 64))
+            : nullptr;
 
     for (int k = 0; k < op.K; ++k)
       w_off[k] = op.map.gather_tap(k, op.xs, op.ws).w_offset;
-    {
+    if (!fused_pool) {
       Pixel<std::int64_t> px = op.pixel(j0);
       for (int jj = 0; jj < count; ++jj) {
         y_off[jj] = op.y_offset(px);
@@ -391,36 +500,47 @@ struct ImplicitGemmHostKernel {
       for (int m0 = 0; m0 < op.M; m0 += TM) {
         T acc[TM][TN];
         multiply(panel + jt, w_off, m0, acc);
-        store(acc, m0, y_off + jt, j_count);
+        if (fused_pool) {
+          store_conv_tile(acc, m0, conv_tile + jt);
+        } else {
+          store(acc, m0, y_off + jt, j_count);
+        }
       }
     }
+    if (fused_pool) op.pool_tile(conv_tile, bn, op.M, 0, block, bn, 0, 1);
   }
 
   /// panel[k * bn + jj] = X(k, j0 + jj); columns past `count` are zero.
   void unroll_panel(const typename member_type::scratch_memory_space& scratch, T* panel,
                     std::int64_t j0, int count) const {
+    bool unrolled = false;
     if constexpr (L == Layout::NCHW) {
-      // The host im2col kernel's row copies, into a (K, bn) matrix whose column 0 is
-      // pixel j0: one work item per tap, covering the output rows of [j0, j0 + count).
-      const std::int64_t Q = op.map.Q, row_first = j0 / Q;
-      const std::int64_t rows = (j0 + count - 1) / Q - row_first + 1;
-      const Im2colNchwHost<T> unroll{
-          op.map,
-          op.x,
-          op.xs,
-          panel,
-          UnrolledStorage::nchw_columns(bn, op.map.pixels_per_image(), j0),
-          j0,
-          count,
-          row_first,
-          rows,
-          rows,
-          1};
-      for (int k = 0; k < op.K; ++k)
-        unroll(k);
-    } else {
-      // Channels are innermost in x: walk the pixels outside and the taps inside, so
-      // that consecutive reads are consecutive channels.
+      if (!op.pooling.enabled) {
+        // The host im2col kernel's row copies, into a (K, bn) matrix whose column 0 is
+        // pixel j0: one work item per tap, covering the output rows of [j0, j0 + count).
+        const std::int64_t Q = op.map.Q, row_first = j0 / Q;
+        const std::int64_t rows = (j0 + count - 1) / Q - row_first + 1;
+        const Im2colNchwHost<T> unroll{
+            op.map,
+            op.x,
+            op.xs,
+            panel,
+            UnrolledStorage::nchw_columns(bn, op.map.pixels_per_image(), j0),
+            j0,
+            count,
+            row_first,
+            rows,
+            rows,
+            1};
+        for (int k = 0; k < op.K; ++k)
+          unroll(k);
+        unrolled = true;
+      }
+    }
+    if (!unrolled) {
+      // NHWC (channels innermost in x: walk the pixels outside and the taps inside, so
+      // that consecutive reads are consecutive channels) and pooling-window columns
+      // (not runs of an output row): one gather per element.
       GatherPixel* const pix =
           static_cast<GatherPixel*>(scratch.get_shmem_aligned(sizeof(GatherPixel) * bn, 8));
       for (int jj = 0; jj < count; ++jj)
@@ -473,6 +593,13 @@ struct ImplicitGemmHostKernel {
         y_m[y_off[jj]] = out[jj];
     }
   }
+
+  /// Fused pooling: bias + activation into the conv tile's rows m0 .. m0 + TM (pitch bn).
+  void store_conv_tile(T (&acc)[TM][TN], int m0, T* tile_column) const {
+    for (int i = 0; i < TM && m0 + i < op.M; ++i)
+      bias_activation_row<TN>(op.activation, acc[i], op.bias ? op.bias[m0 + i] : T(0),
+                              tile_column + std::int64_t(m0 + i) * bn);
+  }
 };
 
 // ---------------------------------------------------------------------------------
@@ -509,7 +636,30 @@ auto implicit_gemm_operands(const XView& x, const WView& w, const BView& bias, c
   o.J = pb.N * pb.P * pb.Q;
   o.activation = pb.activation;
   o.j_fits_int = o.J <= std::numeric_limits<int>::max();
+  if (pb.has_pool) {
+    ImplicitGemmPoolColumns& pc = o.pooling;
+    pc.enabled = true;
+    pc.pool = pb.pool;
+    pc.cells = pb.pool.window_h * pb.pool.window_w;
+    pc.P_pooled = pb.P_pooled;
+    pc.Q_pooled = pb.Q_pooled;
+    pc.windows = pb.N * pb.P_pooled * pb.Q_pooled;
+    o.J = pc.windows * pc.cells;
+  }
   return o;
+}
+
+/// Largest pooling window (cells) ImplicitGemm fuses: the narrowest GPU tile's BN, so
+/// every tile holds at least one whole window.
+inline constexpr int kImplicitGemmMaxFusedWindowCells = 64;
+
+/// Whether ImplicitGemm pools in the same kernel: windows that do not overlap (stride >=
+/// window; overlapping ones would recompute the conv outputs they share, 2.25x the
+/// work for 3x3 windows at stride 2, more than the saved pass costs) of at most
+/// kImplicitGemmMaxFusedWindowCells cells. Other poolings run as a second pass.
+inline bool implicit_gemm_fuses_pool(const Pool2dParams& pool) {
+  return pool.stride_h >= pool.window_h && pool.stride_w >= pool.window_w &&
+         pool.window_h * pool.window_w <= kImplicitGemmMaxFusedWindowCells;
 }
 
 template <class Tile, Layout L, class ExecSpace, class T>
@@ -518,13 +668,15 @@ void implicit_gemm_device_launch(const ExecSpace& space, const ImplicitGemmOpera
   using Policy =
       Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<Tile::threads, Tile::min_teams_per_sm>>;
   const std::int64_t m_blocks = (o.M + Tile::BM - 1) / Tile::BM;
-  const std::int64_t league = m_blocks * ((o.J + Tile::BN - 1) / Tile::BN);
+  const std::int64_t per_team = o.pooling.columns_per_team(Tile::BN);
+  const std::int64_t league = m_blocks * ((o.J + per_team - 1) / per_team);
   throw_if(league > std::numeric_limits<int>::max(), "kcnn::conv2d_forward",
            "ConvAlgo::ImplicitGemm: ", league, " tiles exceed the launch limit; split the batch");
   Policy policy(space, static_cast<int>(league), Tile::threads);
-  Kokkos::parallel_for("kcnn::conv2d::implicit_gemm",
-                       policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes())),
-                       Kernel{o, static_cast<int>(m_blocks)});
+  Kokkos::parallel_for(
+      o.pooling.enabled ? "kcnn::conv2d::implicit_gemm_pool" : "kcnn::conv2d::implicit_gemm",
+      policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes(o.pooling.enabled))),
+      Kernel{o, static_cast<int>(m_blocks)});
 }
 
 template <Layout L, class ExecSpace, class T>
@@ -535,24 +687,31 @@ void implicit_gemm_host_launch(const ExecSpace& space, const ImplicitGemmOperand
   // The widest panel within the byte target, then narrower until every thread has
   // several teams (load balance on few-pixel problems).
   const std::int64_t pixels = (o.J + Tile::TN - 1) / Tile::TN * Tile::TN;
+  // A fused pooling needs whole windows per team.
+  const std::int64_t min_bn = (o.pooling.cells + Tile::TN - 1) / Tile::TN * Tile::TN;
   std::int64_t bn =
       static_cast<std::int64_t>(Tile::panel_bytes / (sizeof(T) * o.K)) / Tile::TN * Tile::TN;
   bn = std::clamp<std::int64_t>(bn, Tile::TN, std::min<std::int64_t>(Tile::max_bn, pixels));
   const std::int64_t want_teams = 4 * std::int64_t(space.concurrency());
   while (bn > Tile::TN && (o.J + bn - 1) / bn < want_teams)
     bn -= Tile::TN;
-  const std::int64_t league = (o.J + bn - 1) / bn;
+  bn = std::max(bn, min_bn);
+  throw_if(bn > std::numeric_limits<int>::max() / 2, "kcnn::conv2d_forward",
+           "ConvAlgo::ImplicitGemm: a pooling window of ", o.pooling.cells, " cells is too large");
+  const std::int64_t per_team = o.pooling.columns_per_team(static_cast<int>(bn));
+  const std::int64_t league = (o.J + per_team - 1) / per_team;
   throw_if(league > std::numeric_limits<int>::max(), "kcnn::conv2d_forward",
            "ConvAlgo::ImplicitGemm: ", league, " tiles exceed the launch limit; split the batch");
-  const std::size_t scratch = Kernel::scratch_bytes(o.K, static_cast<int>(bn));
+  const std::size_t scratch =
+      Kernel::scratch_bytes(o.K, static_cast<int>(bn), o.M, o.pooling.enabled);
   throw_if(scratch > static_cast<std::size_t>(Policy::scratch_size_max(1)), "kcnn::conv2d_forward",
            "ConvAlgo::ImplicitGemm: C*R*S = ", o.K, " needs ", scratch,
            " bytes of team scratch, more than the backend's ", Policy::scratch_size_max(1),
            "; use another algorithm");
   Policy policy(space, static_cast<int>(league), 1);
-  Kokkos::parallel_for("kcnn::conv2d::implicit_gemm",
-                       policy.set_scratch_size(1, Kokkos::PerTeam(scratch)),
-                       Kernel{o, static_cast<int>(bn)});
+  Kokkos::parallel_for(
+      o.pooling.enabled ? "kcnn::conv2d::implicit_gemm_pool" : "kcnn::conv2d::implicit_gemm",
+      policy.set_scratch_size(1, Kokkos::PerTeam(scratch)), Kernel{o, static_cast<int>(bn)});
 }
 
 /// Runs ConvAlgo::ImplicitGemm; `pb` has been validated against the Views.
@@ -576,7 +735,9 @@ void conv2d_implicit_gemm(const ExecSpace& space, const XView& x, const WView& w
       // counts 2048 threads per SM on the GPUs we target).
       using Tiles = ImplicitGemmDeviceTiles;
       const std::int64_t enough = 2 * std::max<std::int64_t>(1, space.concurrency() / 2048);
-      if (o.M > Tiles::LargeM::BM && implicit_gemm_teams<Tiles::HugeM>(o.M, o.J) >= enough) {
+      // A fused pooling's 128 x 128 conv tile would not fit the scratch limit: LargeM.
+      if (o.M > Tiles::LargeM::BM && !o.pooling.enabled &&
+          implicit_gemm_teams<Tiles::HugeM>(o.M, o.J) >= enough) {
         implicit_gemm_device_launch<Tiles::HugeM>(space, o);
       } else if (implicit_gemm_teams<Tiles::LargeM>(o.M, o.J) >= enough) {
         implicit_gemm_device_launch<Tiles::LargeM>(space, o);

@@ -31,6 +31,7 @@
 
 #include "epilogue.hpp"
 #include "macros.hpp"
+#include "pool_epilogue.hpp"
 #include "problem.hpp"
 #include "tensor_access.hpp"
 #include "view_checks.hpp"
@@ -72,8 +73,15 @@ struct TiledGeometry {
   int in_pitch = 1;   ///< scratch row stride: in_w, padded to 4 floats for vector loads
   int c_chunk = 1;    ///< input channels per stage
   int team_size = 1;  ///< hardware threads per team
+  /// Fused pooling only: pooled rows and columns per team. The team's conv tile (tile_p
+  /// x tile_q per channel) then starts at conv row (tile index * pool_p) * pool stride -
+  /// pool padding and holds every conv output its pooled outputs' windows read;
+  /// tiles_p and tiles_q count pooled tiles.
+  int pool_p = 0, pool_q = 0;
   KOKKOS_INLINE_FUNCTION int logical_threads() const { return threads_m * threads_p * threads_q; }
   KOKKOS_INLINE_FUNCTION int in_plane() const { return in_h * in_pitch; }
+  /// Elements of the fused pooling's conv tile: [tile_m][tile_p][tile_q].
+  KOKKOS_INLINE_FUNCTION int conv_tile_elems() const { return tile_m * tile_p * tile_q; }
   std::int64_t league_size(std::int64_t N) const { return N * tiles_m * tiles_p * tiles_q; }
 };
 
@@ -102,9 +110,20 @@ template <class Micro, class Scalar>
 TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host, std::size_t scratch_bytes,
                                   bool pad_rows, bool warp_aware = true) {
   TiledGeometry g;
+  // With a fused pooling only the conv outputs its windows read are computed, and a
+  // team's tile must hold at least one whole window.
+  const Pool2dParams& pool = pb.pool;
+  const std::int64_t rows =
+      pb.has_pool ? pool_read_extent(pb.P_pooled, pool.window_h, pool.stride_h, pool.pad_h, pb.P)
+                  : pb.P;
+  const std::int64_t cols =
+      pb.has_pool ? pool_read_extent(pb.Q_pooled, pool.window_w, pool.stride_w, pool.pad_w, pb.Q)
+                  : pb.Q;
+  const int min_p = pb.has_pool ? ceil_div(pool.window_h, Micro::BH) : 1;
+  const int min_q = pb.has_pool ? ceil_div(pool.window_w, Micro::BW) : 1;
   const int need_m = ceil_div(pb.M, Micro::BM);
-  const int need_p = ceil_div(pb.P, Micro::BH);
-  const int need_q = ceil_div(pb.Q, Micro::BW);
+  const int need_p = std::max(ceil_div(rows, Micro::BH), min_p);
+  const int need_q = std::max(ceil_div(cols, Micro::BW), min_q);
   if (on_host) {
     // One OpenMP thread per team: up to 64 columns x 8 rows x 32 channels, so the halo
     // tile of a few channels stays in L1 and each staged input serves many filters.
@@ -158,20 +177,42 @@ TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host, std::si
     return static_cast<std::size_t>(sizeof(Scalar) *
                                     (in_h * pitch + pb.R * pb.S * g.threads_m * Micro::BM));
   };
-  // Large strides or dilations widen the halo: shrink the tile until one channel fits.
-  while (per_channel_bytes() > scratch_bytes && g.logical_threads() > 1) {
-    int& largest = g.threads_p >= g.threads_q
-                       ? (g.threads_p >= g.threads_m ? g.threads_p : g.threads_m)
-                       : (g.threads_q >= g.threads_m ? g.threads_q : g.threads_m);
-    largest = (largest + 1) / 2;
-    if (!on_host) g.team_size = g.logical_threads();
+  g.threads_p = std::max(g.threads_p, min_p);
+  g.threads_q = std::max(g.threads_q, min_q);
+  // GPUs keep a fused pooling's conv tile in the same level-0 scratch as the staged
+  // operands (after them in time); hosts in level 1.
+  auto conv_tile_bytes = [&] {
+    return on_host || !pb.has_pool ? std::size_t(0)
+                                   : sizeof(Scalar) * std::size_t(g.threads_m) * Micro::BM *
+                                         g.threads_p * Micro::BH * g.threads_q * Micro::BW;
+  };
+  // Large strides or dilations widen the halo: shrink the tile until one channel fits
+  // (and the conv tile), halving the largest dimension that may shrink.
+  while (per_channel_bytes() > scratch_bytes || conv_tile_bytes() > scratch_bytes) {
+    int* largest = nullptr;
+    for (int* d : {&g.threads_p, &g.threads_q, &g.threads_m}) {
+      const int floor = d == &g.threads_p ? min_p : d == &g.threads_q ? min_q : 1;
+      if (*d > floor && (largest == nullptr || *d > *largest)) largest = d;
+    }
+    if (largest == nullptr) break;  // the launch reports the scratch overflow
+    const int floor = largest == &g.threads_p ? min_p : largest == &g.threads_q ? min_q : 1;
+    *largest = std::max((*largest + 1) / 2, floor);
   }
+  if (!on_host) g.team_size = g.logical_threads();
   g.tile_m = g.threads_m * Micro::BM;
   g.tile_p = g.threads_p * Micro::BH;
   g.tile_q = g.threads_q * Micro::BW;
   g.tiles_m = ceil_div(pb.M, g.tile_m);
   g.tiles_p = ceil_div(pb.P, g.tile_p);
   g.tiles_q = ceil_div(pb.Q, g.tile_q);
+  if (pb.has_pool) {
+    // As many whole windows as the conv tile holds; neighbouring teams recompute the
+    // conv outputs that overlapping windows (stride < window) share.
+    g.pool_p = (g.tile_p - pool.window_h) / pool.stride_h + 1;
+    g.pool_q = (g.tile_q - pool.window_w) / pool.stride_w + 1;
+    g.tiles_p = ceil_div(pb.P_pooled, g.pool_p);
+    g.tiles_q = ceil_div(pb.Q_pooled, g.pool_q);
+  }
   g.in_h = static_cast<int>((g.tile_p - 1) * pb.stride_h + (pb.R - 1) * pb.dilation_h + 1);
   g.in_w = static_cast<int>((g.tile_q - 1) * pb.stride_w + (pb.S - 1) * pb.dilation_w + 1);
   g.in_pitch = pad_rows ? static_cast<int>(round_up(g.in_w, kScratchRowAlign)) : g.in_w;
@@ -232,9 +273,32 @@ struct Conv2dTiledKernel {
   /// input coordinate its halo tile starts at (may be negative: padding).
   struct TileOrigin {
     std::int64_t n;
-    int m0, p0, q0;
+    int m0, p0, q0;  ///< first conv output (p0, q0 < 0 for a fused pooling's padding)
     std::int64_t h0, w0;
+    int pp0 = 0, pq0 = 0;  ///< fused pooling: first pooled output
   };
+
+  /// The tile of team `league_rank`: (image, channel tile, row tile, column tile),
+  /// columns fastest. With a fused pooling the row and column tiles are pooled ones and
+  /// the conv tile starts where their first window does.
+  KOKKOS_INLINE_FUNCTION TileOrigin tile_origin(std::int64_t league_rank) const {
+    std::int64_t rest = league_rank;
+    const int tq = static_cast<int>(rest % g.tiles_q);
+    rest /= g.tiles_q;
+    const int tp = static_cast<int>(rest % g.tiles_p);
+    rest /= g.tiles_p;
+    const int tm = static_cast<int>(rest % g.tiles_m);
+    TileOrigin o{rest / g.tiles_m, tm * g.tile_m, tp * g.tile_p, tq * g.tile_q, 0, 0};
+    if (pb.has_pool) {
+      o.pp0 = tp * g.pool_p;
+      o.pq0 = tq * g.pool_q;
+      o.p0 = o.pp0 * pb.pool.stride_h - pb.pool.pad_h;
+      o.q0 = o.pq0 * pb.pool.stride_w - pb.pool.pad_w;
+    }
+    o.h0 = std::int64_t(o.p0) * pb.stride_h - pb.pad_h;
+    o.w0 = std::int64_t(o.q0) * pb.stride_w - pb.pad_w;
+    return o;
+  }
 
   /// Scratch elements of the halo tile (padded to the weights' 16-byte alignment) and
   /// of the weights.
@@ -245,6 +309,14 @@ struct Conv2dTiledKernel {
   static std::size_t KOKKOS_INLINE_FUNCTION w_tile_elems(const TiledGeometry& geo, int r, int s) {
     return static_cast<std::size_t>(geo.c_chunk) * r * s * geo.tile_m;
   }
+  /// Level-0 scratch elements: the staged operands, or on GPUs with a fused pooling the
+  /// conv tile if it is larger (it takes the block over after the last chunk).
+  static std::size_t KOKKOS_INLINE_FUNCTION block_elems(const TiledGeometry& geo, int r, int s,
+                                                        bool fused_pool) {
+    const std::size_t staged = in_tile_elems(geo) + w_tile_elems(geo, r, s);
+    const std::size_t conv = !on_host && fused_pool ? geo.conv_tile_elems() : 0;
+    return staged > conv ? staged : conv;
+  }
 
   KOKKOS_INLINE_FUNCTION int R() const { return KR > 0 ? KR : static_cast<int>(pb.R); }
   KOKKOS_INLINE_FUNCTION int S() const { return KS > 0 ? KS : static_cast<int>(pb.S); }
@@ -254,26 +326,14 @@ struct Conv2dTiledKernel {
   KOKKOS_INLINE_FUNCTION int dil_w() const { return Unit ? 1 : pb.dilation_w; }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
-    // League rank -> (image, channel tile, row tile, column tile); columns fastest.
-    std::int64_t rest = team.league_rank();
-    const int tq = static_cast<int>(rest % g.tiles_q);
-    rest /= g.tiles_q;
-    const int tp = static_cast<int>(rest % g.tiles_p);
-    rest /= g.tiles_p;
-    const int tm = static_cast<int>(rest % g.tiles_m);
-    const std::int64_t n = rest / g.tiles_m;
-    const TileOrigin o{n,
-                       tm * g.tile_m,
-                       tp * g.tile_p,
-                       tq * g.tile_q,
-                       static_cast<std::int64_t>(tp) * g.tile_p * pb.stride_h - pb.pad_h,
-                       static_cast<std::int64_t>(tq) * g.tile_q * pb.stride_w - pb.pad_w};
+    const TileOrigin o = tile_origin(team.league_rank());
 
-    // One scratch block: the halo tile, then (16-byte aligned) the weights.
+    // One scratch block: the halo tile, then (16-byte aligned) the weights. On GPUs a
+    // fused pooling's conv tile reuses the block once the last chunk has been read.
     const std::size_t in_elems = in_tile_elems(g);
     const std::size_t w_elems = w_tile_elems(g, R(), S());
-    auto* block = static_cast<scalar*>(
-        team.team_scratch(0).get_shmem_aligned((in_elems + w_elems) * sizeof(scalar), 16));
+    auto* block = static_cast<scalar*>(team.team_scratch(0).get_shmem_aligned(
+        block_elems(g, R(), S(), pb.has_pool) * sizeof(scalar), 16));
     const ScratchView in_tile(block, in_elems);
     const ScratchView w_tile(block + in_elems, w_elems);
 
@@ -299,12 +359,24 @@ struct Conv2dTiledKernel {
           }
         }
       }
-      if (t < logical) store_device(acc, o, t);
+      if (!pb.has_pool) {
+        if (t < logical) store_device(acc, o, t);
+      } else {
+        team.team_barrier();  // the staged operands are read: the block is the conv tile
+        if (t < logical) store_conv_tile_device(acc, o, t, block);
+        team.team_barrier();
+        pool_conv_tile(team, o, block);
+      }
     } else {
       // CPUs: few hardware threads walk many micro-tiles. With one chunk (the usual
       // case: the host scratch budget is sized for it) each micro-tile is computed and
-      // stored once; with several, partial sums go to y (cache-resident: the team's
+      // stored once; with several, partial sums go to the outputs (y, or a fused
+      // pooling's conv tile in level-1 scratch; cache-resident either way: the team's
       // outputs are a few KB) and the last chunk applies bias and activation.
+      scalar* const conv_tile = pb.has_pool
+                                    ? static_cast<scalar*>(team.team_scratch(1).get_shmem_aligned(
+                                          g.conv_tile_elems() * sizeof(scalar), 64))
+                                    : nullptr;
       for (int c0 = 0; c0 < C; c0 += g.c_chunk) {
         const int cc = C - c0 < g.c_chunk ? C - c0 : g.c_chunk;
         const bool first = c0 == 0, last = c0 + cc >= C;
@@ -316,11 +388,15 @@ struct Conv2dTiledKernel {
           if (first) {
             zero(acc);
           } else {
-            load_partial(acc, o, t);
+            load_partial(acc, o, t, conv_tile);
           }
           accumulate(acc, in_tile, w_tile, t, cc);
-          store(acc, o, t, last);
+          store(acc, o, t, last, conv_tile);
         }
+      }
+      if (pb.has_pool) {
+        team.team_barrier();
+        pool_conv_tile(team, o, conv_tile);
       }
     }
   }
@@ -555,12 +631,25 @@ struct Conv2dTiledKernel {
     m = o.m0 + (t / (g.threads_q * g.threads_p)) * BM;
   }
 
-  /// Stores the micro-tile, masked at the problem's edges: with `final`, bias and
-  /// activation applied; otherwise the raw partial sums (host multi-chunk path).
+  /// Stores the micro-tile (host): with `final`, bias and activation applied;
+  /// otherwise the raw partial sums (multi-chunk path). Into y, masked at the problem's
+  /// edges, or whole into a fused pooling's conv tile.
   KOKKOS_INLINE_FUNCTION void store(const scalar (&acc)[BM][BH][BW], const TileOrigin& o, int t,
-                                    bool final) const {
+                                    bool final, scalar* conv_tile) const {
     int m_first, p_first, q_first;
     micro_origin(o, t, m_first, p_first, q_first);
+    const Activation activation = final ? pb.activation : Activation::Identity;
+    if (conv_tile) {
+      scalar* dst = conv_tile + conv_tile_offset(o, m_first, p_first, q_first);
+      for (int bm = 0; bm < BM; ++bm) {
+        const int m = m_first + bm;
+        const scalar b = final && pb.has_bias && m < pb.M ? scalar(bias(m)) : scalar(0);
+        for (int bh = 0; bh < BH; ++bh)
+          bias_activation_row<BW>(activation, acc[bm][bh], b,
+                                  dst + bm * conv_tile_plane() + bh * g.tile_q);
+      }
+      return;
+    }
     const int q_count = static_cast<int>(pb.Q - q_first < BW ? pb.Q - q_first : BW);
     for (int bm = 0; bm < BM; ++bm) {
       const int m = m_first + bm;
@@ -571,11 +660,69 @@ struct Conv2dTiledKernel {
         if (p >= pb.P) break;
         // Epilogue on the whole row first (vectorizes), then the masked store.
         scalar out[BW];
-        bias_activation_row<BW>(final ? pb.activation : Activation::Identity, acc[bm][bh], b, out);
+        bias_activation_row<BW>(activation, acc[bm][bh], b, out);
         KCNN_HOST_SIMD
         for (int bw = 0; bw < q_count; ++bw)
           at<L>(y, o.n, m, p, q_first + bw) = out[bw];
       }
+    }
+  }
+
+  // --- fused pooling ---------------------------------------------------------------
+
+  /// The conv tile: [tile_m][tile_p][tile_q], conv output (m, p, q) of the team at
+  /// (m - m0, p - p0, q - q0).
+  KOKKOS_INLINE_FUNCTION int conv_tile_plane() const { return g.tile_p * g.tile_q; }
+  KOKKOS_INLINE_FUNCTION int conv_tile_offset(const TileOrigin& o, int m, int p, int q) const {
+    return (m - o.m0) * conv_tile_plane() + (p - o.p0) * g.tile_q + (q - o.q0);
+  }
+
+  /// GPU: bias + activation of the micro-tile into the conv tile, with compile-time
+  /// indices into acc only (see store_device).
+  KOKKOS_FORCEINLINE_FUNCTION void store_conv_tile_device(const scalar (&acc)[BM][BH][BW],
+                                                          const TileOrigin& o, int t,
+                                                          scalar* conv_tile) const {
+    int m_first, p_first, q_first;
+    micro_origin(o, t, m_first, p_first, q_first);
+    scalar* dst = conv_tile + conv_tile_offset(o, m_first, p_first, q_first);
+    const int plane = conv_tile_plane();
+    KCNN_DEVICE_UNROLL
+    for (int bm = 0; bm < BM; ++bm) {
+      const int m = m_first + bm;
+      const scalar b = m < pb.M && pb.has_bias ? scalar(bias(m)) : scalar(0);
+      KCNN_DEVICE_UNROLL
+      for (int bh = 0; bh < BH; ++bh)
+        KCNN_DEVICE_UNROLL
+      for (int bw = 0; bw < BW; ++bw)
+        dst[bm * plane + bh * g.tile_q + bw] = apply_activation(pb.activation, acc[bm][bh][bw] + b);
+    }
+  }
+
+  /// The team's pooled outputs from its conv tile, into y. Threads take consecutive
+  /// pooled columns (NCHW) or channels (NHWC): y's contiguous dimension.
+  KOKKOS_INLINE_FUNCTION void pool_conv_tile(const member_type& team, const TileOrigin& o,
+                                             const scalar* conv_tile) const {
+    const int count = g.tile_m * g.pool_p * g.pool_q;
+    for (int e = team.team_rank(); e < count; e += team.team_size()) {
+      int ml, pl, ql;
+      if constexpr (L == Layout::NCHW) {
+        ql = e % g.pool_q;
+        pl = (e / g.pool_q) % g.pool_p;
+        ml = e / (g.pool_q * g.pool_p);
+      } else {
+        ml = e % g.tile_m;
+        ql = (e / g.tile_m) % g.pool_q;
+        pl = e / (g.tile_m * g.pool_q);
+      }
+      const int m = o.m0 + ml, pp = o.pp0 + pl, pq = o.pq0 + ql;
+      if (m >= pb.M || pp >= pb.P_pooled || pq >= pb.Q_pooled) continue;
+      const PoolWindow<int> win =
+          pool_window(pb.pool, static_cast<int>(pb.P), static_cast<int>(pb.Q), pp, pq);
+      const scalar* plane = conv_tile + ml * conv_tile_plane();
+      const scalar v = pool_reduce_dynamic<scalar>(pb.pool.mode, win, [&](int h, int w) {
+        return plane[(h - o.p0) * g.tile_q + (w - o.q0)];
+      });
+      at<L>(y, o.n, m, pp, pq) = pool_output(pb.pool.activation, v);
     }
   }
 
@@ -665,17 +812,22 @@ struct Conv2dTiledKernel {
     }
   }
 
-  /// Reloads partial sums stored by a previous chunk (host multi-chunk path).
-  KOKKOS_INLINE_FUNCTION void load_partial(scalar (&acc)[BM][BH][BW], const TileOrigin& o,
-                                           int t) const {
+  /// Reloads partial sums stored by a previous chunk (host multi-chunk path): from y,
+  /// or from a fused pooling's conv tile.
+  KOKKOS_INLINE_FUNCTION void load_partial(scalar (&acc)[BM][BH][BW], const TileOrigin& o, int t,
+                                           const scalar* conv_tile) const {
     int m_first, p_first, q_first;
     micro_origin(o, t, m_first, p_first, q_first);
     for (int bm = 0; bm < BM; ++bm)
       for (int bh = 0; bh < BH; ++bh)
         for (int bw = 0; bw < BW; ++bw) {
           const int m = m_first + bm, p = p_first + bh, q = q_first + bw;
-          acc[bm][bh][bw] =
-              (m < pb.M && p < pb.P && q < pb.Q) ? scalar(at<L>(y, o.n, m, p, q)) : scalar(0);
+          if (conv_tile) {
+            acc[bm][bh][bw] = conv_tile[conv_tile_offset(o, m, p, q)];
+          } else {
+            acc[bm][bh][bw] =
+                (m < pb.M && p < pb.P && q < pb.Q) ? scalar(at<L>(y, o.n, m, p, q)) : scalar(0);
+          }
         }
   }
 };
@@ -701,17 +853,23 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
            " tiles exceed the launch limit; split the batch");
   // One 16-byte aligned block (get_shmem_aligned may skip up to 15 bytes).
   const std::size_t scratch =
-      sizeof(Scalar) * (Kernel::in_tile_elems(g) +
-                        Kernel::w_tile_elems(g, static_cast<int>(pb.R), static_cast<int>(pb.S))) +
+      sizeof(Scalar) *
+          Kernel::block_elems(g, static_cast<int>(pb.R), static_cast<int>(pb.S), pb.has_pool) +
       16;
   throw_if(scratch > static_cast<std::size_t>(Policy::scratch_size_max(0)), "kcnn::conv2d_forward",
            "ConvAlgo::Tiled: a ", pb.R, "x", pb.S, " filter with dilation ", pb.dilation_h, "x",
            pb.dilation_w, " and stride ", pb.stride_h, "x", pb.stride_w,
-           " needs a halo tile larger than team scratch memory (", scratch, " > ",
+           pb.has_pool ? " and the fused pooling's window" : "",
+           " needs a tile larger than team scratch memory (", scratch, " > ",
            Policy::scratch_size_max(0), " bytes); use another algorithm");
+  // Hosts: a fused pooling's conv tile in level-1 scratch (plus its 64-byte alignment).
+  const std::size_t host_conv_tile =
+      on_host && pb.has_pool ? sizeof(Scalar) * std::size_t(g.conv_tile_elems()) + 64 : 0;
 
   Policy policy(space, static_cast<int>(league), g.team_size);
-  Kokkos::parallel_for("kcnn::conv2d::tiled", policy.set_scratch_size(0, Kokkos::PerTeam(scratch)),
+  policy.set_scratch_size(0, Kokkos::PerTeam(scratch));
+  if (host_conv_tile > 0) policy.set_scratch_size(1, Kokkos::PerTeam(host_conv_tile));
+  Kokkos::parallel_for(pb.has_pool ? "kcnn::conv2d::tiled_pool" : "kcnn::conv2d::tiled", policy,
                        Kernel{x, w, bias, y, pb, g});
 }
 

@@ -104,6 +104,14 @@ KOKKOS_INLINE_FUNCTION void pool_input_span(I out_begin, I out_end, int window, 
   end = clip_end((out_end - 1) * static_cast<I>(stride) - static_cast<I>(pad), window, in_extent);
 }
 
+/// Input rows (or columns) [0, end) that all `pooled` outputs together read.
+template <class I>
+KOKKOS_INLINE_FUNCTION I pool_read_extent(I pooled, int window, int stride, int pad, I in_extent) {
+  I begin = 0, end = 0;
+  pool_input_span(I(0), pooled, window, stride, pad, in_extent, begin, end);
+  return end;
+}
+
 /// Reduces one window; `value(h, w)` returns the input at real coordinates (h, w).
 /// Device kernels pass device lambdas, host kernels host lambdas: nvcc's check of the
 /// call's execution space is disabled (a host instantiation never runs on the device).
@@ -118,6 +126,19 @@ KOKKOS_INLINE_FUNCTION T pool_reduce(const PoolWindow<I>& win, const Value& valu
     for (I w = win.w_begin; w < win.w_end; ++w)
       acc = Op::add(acc, value(h, w));
   return Op::finish(acc, win.divisor);
+}
+
+/// pool_reduce with the mode known at run time only: for kernels whose pooling is a
+/// small final phase (fused convolutions), where a second instantiation of the whole
+/// kernel per mode would cost compile time and buy nothing measurable.
+#if defined(__CUDACC__)
+#pragma nv_exec_check_disable
+#endif
+template <class T, class I, class Value>
+KOKKOS_INLINE_FUNCTION T pool_reduce_dynamic(PoolMode mode, const PoolWindow<I>& win,
+                                             const Value& value) {
+  return mode == PoolMode::Max ? pool_reduce<PoolMode::Max, T>(win, value)
+                               : pool_reduce<PoolMode::Average, T>(win, value);
 }
 
 /// After the reduction: activation(pooled + bias). Fused convolutions have no pool bias.

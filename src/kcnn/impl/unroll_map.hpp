@@ -237,7 +237,12 @@ struct UnrollMap {
   /// Pixel j's part of every gather.
   template <class I>
   KOKKOS_INLINE_FUNCTION GatherPixel gather_pixel(I j, const LogicalStrides& xs) const {
-    const Pixel<I> px = decompose_pixel(j);
+    return gather_pixel_at(decompose_pixel(j), xs);
+  }
+  /// The same for output pixel (n, p, q).
+  template <class I>
+  KOKKOS_INLINE_FUNCTION GatherPixel gather_pixel_at(const Pixel<I>& px,
+                                                     const LogicalStrides& xs) const {
     GatherPixel g;
     g.h = static_cast<std::int32_t>(std::int64_t(px.p) * stride_h);
     g.w = static_cast<std::int32_t>(std::int64_t(px.q) * stride_w);
