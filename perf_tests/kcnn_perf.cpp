@@ -40,7 +40,8 @@
 // lenet_stack/<fused|unfused>/<layout>/<algo> the seed network's convolution stack
 // (C1 -> ReLU -> 2x2 max -> C3 -> ReLU -> 4x4 max, with biases): "fused" is two
 // conv2d_forward calls with params.pool, "unfused" the four calls conv, pool, conv, pool
-// with the unpooled tensors in memory.
+// with the unpooled tensors in memory; lenet_fused/<c1_max2|c3_max4>/<layout>/<algo> one
+// layer of it with its pooling fused (one call).
 #include <benchmark/benchmark.h>
 
 #include <Kokkos_Core.hpp>
@@ -358,6 +359,44 @@ void bench_lenet_stack(benchmark::State& state, int B, kcnn::Layout layout, bool
                  kcnn::to_string(layout));
 }
 
+/// One layer of the stack with its pooling fused (one conv2d_forward call): C1 + ReLU +
+/// 2x2 max (c3 = false) or C3 + ReLU + 4x4 max (c3 = true), biases included. GFLOP/s
+/// counts the convolution's multiply-adds over the outputs the pooling reads.
+void bench_lenet_fused_layer(benchmark::State& state, int B, kcnn::Layout layout, bool c3,
+                             kcnn::ConvAlgo algo) {
+  const int C = c3 ? 4 : 1, H = c3 ? 40 : 86, M = c3 ? 16 : 4, P = c3 ? 34 : 80;
+  const int window = c3 ? 4 : 2, pooled = P / window;
+  const double flops = 2.0 * B * M * double(pooled * window) * double(pooled * window) * C * 49;
+  const auto rate = g_run->calibrated_gflops.find(algo);
+  if (rate != g_run->calibrated_gflops.end() &&
+      flops / (rate->second * 1e9) > g_run->opt.max_seconds)
+    return skip(state, std::string("skipped: ") + kcnn::to_string(algo) +
+                           " would exceed --max-seconds on this layer");
+  const Tensor4 x = tensor("x", layout, B, C, H, H, 1);
+  const Tensor4 w = tensor("w", layout, M, C, 7, 7, 2);
+  Tensor1 b("b", M);
+  Kokkos::Random_XorShift64_Pool<Space> rng(4);
+  Kokkos::fill_random(b, rng, -1.0f, 1.0f);
+  const Tensor4 y = tensor("y", layout, B, M, pooled, pooled);
+  kcnn::Conv2dParams params;
+  params.layout = layout;
+  params.activation = kcnn::Activation::ReLU;
+  params.algo = algo;
+  kcnn::Pool2dParams pool;
+  pool.layout = layout;
+  pool.window_h = pool.window_w = pool.stride_h = pool.stride_w = window;
+  params.pool = pool;
+  Timing t;
+  if (!time_or_skip(
+          state, [&] { kcnn::conv2d_forward(Space(), x, w, b, y, params); }, t))
+    return;
+  const double gflops = flops / t.median * 1e-9;
+  state.counters["GFLOP/s"] = gflops;
+  if (g_run->peaks.gflops > 0) state.counters["frac_peak_flops"] = gflops / g_run->peaks.gflops;
+  state.SetLabel("B=" + std::to_string(B) + (c3 ? " C3 7x7 ReLU max4 " : " C1 7x7 ReLU max2 ") +
+                 kcnn::to_string(layout));
+}
+
 void register_one(const std::string& name, std::function<void(benchmark::State&)> fn);
 
 /// Pooling alone on the LeNet subsampling layers, and the LeNet stack fused and unfused
@@ -373,6 +412,13 @@ void register_pool_benchmarks(int batch) {
     // Every algorithm for both layers, then Auto (each layer its own pick).
     auto stack_algos = kcnn::implemented_conv_algos();
     stack_algos.push_back(kcnn::ConvAlgo::Auto);
+    for (kcnn::ConvAlgo algo : stack_algos)
+      for (bool c3 : {false, true})
+        register_one(std::string("lenet_fused/") + (c3 ? "c3_max4/" : "c1_max2/") +
+                         kcnn::to_string(layout) + "/" + kcnn::to_string(algo),
+                     [batch, layout, c3, algo](benchmark::State& st) {
+                       bench_lenet_fused_layer(st, batch, layout, c3, algo);
+                     });
     for (kcnn::ConvAlgo algo : stack_algos)
       for (bool fused : {true, false})
         register_one(std::string("lenet_stack/") + (fused ? "fused/" : "unfused/") +

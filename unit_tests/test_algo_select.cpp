@@ -34,6 +34,16 @@ Conv2dProblem problem(int N, int C, int H, int W, int M, int R, int S, int strid
   return pb;
 }
 
+/// The same problem with a fused `window` x `window` max pooling at stride `window`.
+Conv2dProblem pooled(Conv2dProblem pb, int window) {
+  pb.has_pool = true;
+  pb.pool.window_h = pb.pool.window_w = pb.pool.stride_h = pb.pool.stride_w = window;
+  pb.pool.layout = pb.layout;
+  pb.P_pooled = (pb.P - window) / window + 1;
+  pb.Q_pooled = (pb.Q - window) / window + 1;
+  return pb;
+}
+
 constexpr AlgoSet kEverything{ConvAlgo::Reference, ConvAlgo::Tiled, ConvAlgo::Im2colGemm,
                               ConvAlgo::ImplicitGemm};
 
@@ -109,6 +119,10 @@ TEST(AlgoSelect, HeuristicRulesWithEveryAlgorithm) {
       {problem(10000, 1, 86, 86, 4, 7, 7, 2), Target::Device, ConvAlgo::Tiled,
        "device_few_filters"},
       {problem(10000, 4, 40, 40, 16, 7, 7), Target::Device, ConvAlgo::ImplicitGemm,
+       "device_default"},
+      {pooled(problem(10000, 4, 40, 40, 16, 7, 7), 4), Target::Device, ConvAlgo::Tiled,
+       "device_fused_pool_few_filters"},
+      {pooled(problem(64, 64, 56, 56, 64, 3, 3, 1, 1), 2), Target::Device, ConvAlgo::ImplicitGemm,
        "device_default"},
       {problem(10000, 4, 40, 40, 16, 7, 7, 1, 0, Layout::NHWC), Target::Device,
        ConvAlgo::ImplicitGemm, "device_default"},

@@ -273,5 +273,55 @@ TEST(Conv2dPoolErrors, EmptyBatchIsNoOp) {
   EXPECT_THROW(kcnn::conv2d_forward(Space(), x0, f.w, f.bias, y_unpooled, f.params), kcnn::Error);
 }
 
+// ---------------------------------------------------------------------------------------
+// Fusion: which kernels run (Kokkos Tools' begin-parallel_for callback sees each label)
+// ---------------------------------------------------------------------------------------
+
+std::vector<std::string>& launched_labels() {
+  static std::vector<std::string> labels;
+  return labels;
+}
+
+void record_label(const char* name, std::uint32_t, std::uint64_t* kernel_id) {
+  launched_labels().emplace_back(name);
+  *kernel_id = 0;
+}
+
+/// The kcnn kernel labels one conv2d_forward call with `pool` launches.
+std::vector<std::string> kcnn_kernels_of(ConvAlgo algo, const kcnn::Pool2dParams& pool) {
+  Fixture f;
+  auto params = f.params;
+  params.algo = algo;
+  params.pool = pool;
+  const FusedCase fused{f.c, PoolCase{"pool", 0, 0, 0, 0, pool.window_h, pool.window_w,
+                                      pool.stride_h, pool.stride_w, pool.pad_h, pool.pad_w}};
+  const auto y_extents = pool_of(fused).y_extents();
+  T4 y("y", y_extents[0], y_extents[1], y_extents[2], y_extents[3]);
+  Kokkos::fence();
+  launched_labels().clear();
+  Kokkos::Tools::Experimental::set_begin_parallel_for_callback(record_label);
+  kcnn::conv2d_forward(Space(), f.x, f.w, f.bias, y, params);
+  Kokkos::fence();
+  Kokkos::Tools::Experimental::set_begin_parallel_for_callback(nullptr);
+  std::vector<std::string> kcnn_labels;
+  for (const auto& label : launched_labels())
+    if (label.rfind("kcnn::", 0) == 0) kcnn_labels.push_back(label);
+  return kcnn_labels;
+}
+
+TEST(Conv2dPoolFusion, FusedAlgorithmsPoolInsideTheConvolutionKernel) {
+  kcnn::Pool2dParams max2;  // 2x2 stride 2: fused by both
+  kcnn::Pool2dParams overlap = max2;
+  overlap.window_h = overlap.window_w = 3;  // 3x3 stride 2: Tiled only
+  using Labels = std::vector<std::string>;
+  EXPECT_EQ(kcnn_kernels_of(ConvAlgo::Tiled, max2), Labels{"kcnn::conv2d::tiled_pool"});
+  EXPECT_EQ(kcnn_kernels_of(ConvAlgo::Tiled, overlap), Labels{"kcnn::conv2d::tiled_pool"});
+  EXPECT_EQ(kcnn_kernels_of(ConvAlgo::ImplicitGemm, max2),
+            Labels{"kcnn::conv2d::implicit_gemm_pool"});
+  // Documented: overlapping windows run the unfused kernel and a pooling pass.
+  EXPECT_EQ(kcnn_kernels_of(ConvAlgo::ImplicitGemm, overlap),
+            (Labels{"kcnn::conv2d::implicit_gemm", "kcnn::pool2d::forward"}));
+}
+
 }  // namespace
 }  // namespace kcnn_test

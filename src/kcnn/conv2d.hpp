@@ -126,10 +126,14 @@ void conv2d_two_pass_pool(const ExecSpace& space, ConvAlgo algo, const XView& x,
 /// With params.pool set, y has the pooled extents (N, M, P', Q') (NHWC: (N, P', Q', M))
 /// with P' = (P + 2*pool.pad_h - pool.window_h)/pool.stride_h + 1, Q' likewise (see
 /// pool2d_forward for the pooling's semantics); pool->layout must equal params.layout.
-/// Algorithms with a fused kernel never store the unpooled output; the others (currently
-/// all) compute it into the instance's cached unpooled-output buffer in the execution
-/// space's memory (kept for the next call; kcnn::release_workspaces() frees it) and pool
-/// it into y.
+/// Fused kernels never store the unpooled output: ConvAlgo::Tiled pools every window
+/// shape in the same kernel (each team computes the conv outputs its pooled tile's
+/// windows read, recomputing the few that overlapping windows share across tiles);
+/// ConvAlgo::ImplicitGemm does for non-overlapping windows (stride >= window) of at most
+/// 64 cells. Reference, Im2colGemm and ImplicitGemm's other poolings compute the
+/// unpooled output into the instance's cached unpooled-output buffer in the execution
+/// space's memory (kept for the next call; kcnn::release_workspaces() frees it) and
+/// pool it into y.
 ///
 /// ConvAlgo::Im2colGemm unrolls the input chunk by chunk into cached scratch memory
 /// within a budget (Conv2dParams::workspace_limit_bytes, else kcnn::workspace_limit();

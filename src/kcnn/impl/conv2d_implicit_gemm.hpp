@@ -22,6 +22,11 @@
 /// channels. It unrolls its pixels' whole K x BN panel once into scratch (NCHW with
 /// the vectorized row copies of the host im2col kernel) and multiplies it with the
 /// weights in TM x TN register blocks whose TN columns are SIMD lanes.
+///
+/// Fused pooling (non-overlapping windows, see implicit_gemm_fuses_pool): the GEMM's
+/// columns become the cells of the pooling windows, window by window
+/// (ImplicitGemmPoolColumns), and a team takes whole windows only; its activated conv
+/// outputs go to scratch and the team reduces them into y (pool_tile).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -154,11 +159,28 @@ struct ImplicitGemmPoolColumns {
   KOKKOS_INLINE_FUNCTION int columns_per_team(int bn) const {
     return enabled ? bn / cells * cells : bn;
   }
-  /// Pooled output u as (n, p, q).
-  KOKKOS_INLINE_FUNCTION Pixel<std::int64_t> pooled(std::int64_t u) const {
-    const std::int64_t plane = P_pooled * Q_pooled;
-    const std::int64_t n = u / plane, rest = u - n * plane;
-    return {n, rest / Q_pooled, rest % Q_pooled};
+  /// Pooled output u as (n, p, q), in I (int when every column index fits: 64-bit
+  /// divisions are emulated on GPUs, dozens of instructions each).
+  template <class I>
+  KOKKOS_INLINE_FUNCTION Pixel<I> pooled(I u) const {
+    const I plane = static_cast<I>(P_pooled * Q_pooled), Qp = static_cast<I>(Q_pooled);
+    const I n = u / plane, rest = u - n * plane;
+    const I p = rest / Qp;
+    return {n, p, rest - p * Qp};
+  }
+  /// Conv output pixel of column j (window j / cells, cell j % cells); false if the cell
+  /// lies outside the P x Q conv output (padding, floor-mode edges).
+  template <class I>
+  KOKKOS_INLINE_FUNCTION bool cell_pixel(I j, std::int64_t P, std::int64_t Q,
+                                         Pixel<std::int64_t>& px) const {
+    const I u = j / static_cast<I>(cells);
+    const int cell = static_cast<int>(j - u * static_cast<I>(cells));
+    const Pixel<I> pp = pooled(u);
+    const int row = cell / pool.window_w;
+    px.n = pp.n;
+    px.p = window_row(pp.p) + row;
+    px.q = window_col(pp.q) + (cell - row * pool.window_w);
+    return px.p >= 0 && px.p < P && px.q >= 0 && px.q < Q;
   }
   /// Conv output row / column where pooled output p / q's window starts (may be < 0).
   KOKKOS_INLINE_FUNCTION std::int64_t window_row(std::int64_t p) const {
@@ -168,6 +190,10 @@ struct ImplicitGemmPoolColumns {
     return q * pool.stride_w - pool.pad_w;
   }
 };
+
+KOKKOS_INLINE_FUNCTION Pixel<std::int64_t> widen(const Pixel<int>& p) {
+  return {p.n, p.p, p.q};
+}
 
 /// Raw operands of the GEMM view, shared by the GPU and host kernels.
 template <Layout L, class T>
@@ -184,6 +210,13 @@ struct ImplicitGemmOperands {
   std::int64_t J;  ///< columns: output pixels N*P*Q, or window cells with a fused pooling
   Activation activation;
   bool j_fits_int;  ///< pixel indices fit int: decompose them with 32-bit divisions
+  /// No padding: every window of a real pixel lies inside the image, so a gather needs
+  /// no bounds check (the check was a third of the GPU kernel's gather instructions).
+  /// Columns without a real pixel (past J, or pooling cells outside the conv output)
+  /// gather at offset 0 plus the tap's offset, inside image 0, and their values are
+  /// never stored.
+  bool unpadded;
+  bool x_fits_int;  ///< every element offset of x fits int (and so every gather offset)
   ImplicitGemmPoolColumns pooling;
 
   /// Column j's part of every gather (outside_pixel() for columns past J and for
@@ -191,13 +224,10 @@ struct ImplicitGemmOperands {
   KOKKOS_INLINE_FUNCTION GatherPixel gather_pixel(std::int64_t j) const {
     if (j >= J) return outside_pixel();
     if (pooling.enabled) {
-      const std::int64_t u = j / pooling.cells;
-      const int cell = static_cast<int>(j - u * pooling.cells);
-      const Pixel<std::int64_t> pp = pooling.pooled(u);
-      const std::int64_t p = pooling.window_row(pp.p) + cell / pooling.pool.window_w;
-      const std::int64_t q = pooling.window_col(pp.q) + cell % pooling.pool.window_w;
-      if (p < 0 || p >= map.P || q < 0 || q >= map.Q) return outside_pixel();
-      return map.gather_pixel_at(Pixel<std::int64_t>{pp.n, p, q}, xs);
+      Pixel<std::int64_t> px;
+      const bool real = j_fits_int ? pooling.cell_pixel(static_cast<int>(j), map.P, map.Q, px)
+                                   : pooling.cell_pixel(j, map.P, map.Q, px);
+      return real ? map.gather_pixel_at(px, xs) : outside_pixel();
     }
     return j_fits_int ? map.gather_pixel(static_cast<int>(j), xs) : map.gather_pixel(j, xs);
   }
@@ -222,7 +252,8 @@ struct ImplicitGemmOperands {
       const int m = m0 + i;
       const std::int64_t u = block * windows_per_team + wl;
       if (m >= M || u >= pooling.windows) continue;
-      const Pixel<std::int64_t> pp = pooling.pooled(u);
+      const Pixel<std::int64_t> pp =
+          j_fits_int ? widen(pooling.pooled(static_cast<int>(u))) : pooling.pooled(u);
       const PoolWindow<std::int64_t> win = pool_window(pooling.pool, map.P, map.Q, pp.p, pp.q);
       const std::int64_t h0 = pooling.window_row(pp.p), w0 = pooling.window_col(pp.q);
       const T* cells = tile + std::int64_t(i) * pitch + std::int64_t(wl) * pooling.cells;
@@ -239,10 +270,7 @@ struct ImplicitGemmOperands {
   }
   /// (n, p, q) of output pixel j.
   KOKKOS_INLINE_FUNCTION Pixel<std::int64_t> pixel(std::int64_t j) const {
-    if (j_fits_int) {
-      const Pixel<int> p = map.decompose_pixel(static_cast<int>(j));
-      return {p.n, p.p, p.q};
-    }
+    if (j_fits_int) return widen(map.decompose_pixel(static_cast<int>(j)));
     return map.decompose_pixel(j);
   }
   KOKKOS_INLINE_FUNCTION std::int64_t y_offset(const Pixel<std::int64_t>& px) const {
@@ -296,15 +324,35 @@ struct ImplicitGemmDeviceKernel {
 
     T x_next[Tile::rows_per_thread][Tile::cols_per_thread];
     T w_next[Tile::w_per_thread];
-    auto load = [&](int slot) {  // global -> registers, step whose taps are in `slot`
-      const GatherTap* step_taps = taps + slot * BK;
+    // The X gathers of one step, in one of three forms chosen once per step (a uniform
+    // branch): bounds-checked, or for unpadded problems unchecked (only the tap can be
+    // outside, k >= K; see ImplicitGemmOperands::unpadded) with 64- or 32-bit offsets
+    // (x_fits_int: one add and one address instruction per gather instead of four).
+    auto gather_x = [&](const GatherTap* step_taps, auto checked, auto offset) {
+      using Offset = decltype(offset);
       KCNN_DEVICE_UNROLL
       for (int r = 0; r < Tile::rows_per_thread; ++r) {
         const GatherTap tap = step_taps[kl + r * Tile::threads_k];
+        const bool real_tap = tap.dh != kGatherOutside;
         KCNN_DEVICE_UNROLL
-        for (int c = 0; c < Tile::cols_per_thread; ++c)
+        for (int c = 0; c < Tile::cols_per_thread; ++c) {
+          const bool inside =
+              decltype(checked)::value ? op.map.gathers_inside(pix[c], tap) : real_tap;
           x_next[r][c] =
-              op.map.gathers_inside(pix[c], tap) ? op.x[pix[c].x_offset + tap.x_offset] : T(0);
+              inside
+                  ? op.x[static_cast<Offset>(pix[c].x_offset) + static_cast<Offset>(tap.x_offset)]
+                  : T(0);
+        }
+      }
+    };
+    auto load = [&](int slot) {  // global -> registers, step whose taps are in `slot`
+      const GatherTap* step_taps = taps + slot * BK;
+      if (!op.unpadded) {
+        gather_x(step_taps, std::true_type{}, std::int64_t{});
+      } else if (op.x_fits_int) {
+        gather_x(step_taps, std::false_type{}, int{});
+      } else {
+        gather_x(step_taps, std::false_type{}, std::int64_t{});
       }
       KCNN_DEVICE_UNROLL
       for (int i = 0; i < Tile::w_per_thread; ++i) {
@@ -635,7 +683,8 @@ auto implicit_gemm_operands(const XView& x, const WView& w, const BView& bias, c
   o.K = static_cast<int>(K);
   o.J = pb.N * pb.P * pb.Q;
   o.activation = pb.activation;
-  o.j_fits_int = o.J <= std::numeric_limits<int>::max();
+  o.unpadded = pb.pad_h == 0 && pb.pad_w == 0;
+  o.x_fits_int = static_cast<std::int64_t>(x.span()) <= std::numeric_limits<int>::max();
   if (pb.has_pool) {
     ImplicitGemmPoolColumns& pc = o.pooling;
     pc.enabled = true;
@@ -646,6 +695,7 @@ auto implicit_gemm_operands(const XView& x, const WView& w, const BView& bias, c
     pc.windows = pb.N * pb.P_pooled * pb.Q_pooled;
     o.J = pc.windows * pc.cells;
   }
+  o.j_fits_int = o.J <= std::numeric_limits<int>::max();
   return o;
 }
 

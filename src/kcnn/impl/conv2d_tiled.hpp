@@ -21,6 +21,14 @@
 /// are per thread); on CPUs a team is one OpenMP thread that walks all logical threads
 /// of its tile, and BW spans a SIMD register so the innermost loop over the output
 /// width vectorizes.
+///
+/// Fused pooling (Conv2dParams::pool): a team owns a tile of pooled outputs instead and
+/// computes the conv outputs their windows read (its conv tile starts where its first
+/// window does, and holds as many whole windows as the micro-tiles cover). The
+/// activated conv outputs go to scratch (GPUs: the staging block, once the last chunk
+/// is read; CPUs: level 1), then the team reduces each window from there into y. Any
+/// window, stride and padding: overlapping windows at tile edges are recomputed by both
+/// neighbouring teams.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -249,11 +257,26 @@ struct GridWalker {
   }
 };
 
+/// How a Tiled kernel applies a fused pooling (Conv2dParams::pool).
+enum class TiledPooling {
+  None,     ///< no pooling: the conv outputs go to y
+  Scratch,  ///< any window: the team's conv tile goes to scratch, then the team pools it
+  /// GPUs, 2x2 windows at stride 2 without padding (most CNNs' pooling, LeNet's C1):
+  /// each thread pools its own micro-tile in registers (2x2-aligned: the conv tile
+  /// starts on a window, BH and BW are even) and stores the pooled values directly. The
+  /// scratch round trip with its generic window loops cost LeNet C1 48% more
+  /// instructions than the unpooled kernel (Nsight Compute, H100).
+  Registers2x2,
+};
+
 /// The kernel. KR/KS: compile-time filter extents (0: runtime). Unit: stride and
-/// dilation are 1 (scratch offsets become compile-time constants).
-template <Layout L, int KR, int KS, bool Unit, class Micro, class ExecSpace, class XView,
-          class WView, class BView, class YView>
+/// dilation are 1 (scratch offsets become compile-time constants). Pooling: how the
+/// fused pooling (pb.has_pool) is applied; a template parameter so that the kernels
+/// without it keep their registers and code size.
+template <Layout L, int KR, int KS, bool Unit, TiledPooling Pooling, class Micro, class ExecSpace,
+          class XView, class WView, class BView, class YView>
 struct Conv2dTiledKernel {
+  static constexpr bool Pooled = Pooling != TiledPooling::None;
   using scalar = view_scalar_t<YView>;
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using ScratchView = Kokkos::View<scalar*, typename ExecSpace::scratch_memory_space,
@@ -289,7 +312,7 @@ struct Conv2dTiledKernel {
     rest /= g.tiles_p;
     const int tm = static_cast<int>(rest % g.tiles_m);
     TileOrigin o{rest / g.tiles_m, tm * g.tile_m, tp * g.tile_p, tq * g.tile_q, 0, 0};
-    if (pb.has_pool) {
+    if constexpr (Pooled) {
       o.pp0 = tp * g.pool_p;
       o.pq0 = tq * g.pool_q;
       o.p0 = o.pp0 * pb.pool.stride_h - pb.pool.pad_h;
@@ -311,10 +334,10 @@ struct Conv2dTiledKernel {
   }
   /// Level-0 scratch elements: the staged operands, or on GPUs with a fused pooling the
   /// conv tile if it is larger (it takes the block over after the last chunk).
-  static std::size_t KOKKOS_INLINE_FUNCTION block_elems(const TiledGeometry& geo, int r, int s,
-                                                        bool fused_pool) {
+  static std::size_t KOKKOS_INLINE_FUNCTION block_elems(const TiledGeometry& geo, int r, int s) {
     const std::size_t staged = in_tile_elems(geo) + w_tile_elems(geo, r, s);
-    const std::size_t conv = !on_host && fused_pool ? geo.conv_tile_elems() : 0;
+    const std::size_t conv =
+        !on_host && Pooling == TiledPooling::Scratch ? geo.conv_tile_elems() : 0;
     return staged > conv ? staged : conv;
   }
 
@@ -332,8 +355,8 @@ struct Conv2dTiledKernel {
     // fused pooling's conv tile reuses the block once the last chunk has been read.
     const std::size_t in_elems = in_tile_elems(g);
     const std::size_t w_elems = w_tile_elems(g, R(), S());
-    auto* block = static_cast<scalar*>(team.team_scratch(0).get_shmem_aligned(
-        block_elems(g, R(), S(), pb.has_pool) * sizeof(scalar), 16));
+    auto* block = static_cast<scalar*>(
+        team.team_scratch(0).get_shmem_aligned(block_elems(g, R(), S()) * sizeof(scalar), 16));
     const ScratchView in_tile(block, in_elems);
     const ScratchView w_tile(block + in_elems, w_elems);
 
@@ -359,8 +382,10 @@ struct Conv2dTiledKernel {
           }
         }
       }
-      if (!pb.has_pool) {
+      if constexpr (Pooling == TiledPooling::None) {
         if (t < logical) store_device(acc, o, t);
+      } else if constexpr (Pooling == TiledPooling::Registers2x2) {
+        if (t < logical) store_pooled_2x2_device(acc, o, t);
       } else {
         team.team_barrier();  // the staged operands are read: the block is the conv tile
         if (t < logical) store_conv_tile_device(acc, o, t, block);
@@ -373,7 +398,7 @@ struct Conv2dTiledKernel {
       // stored once; with several, partial sums go to the outputs (y, or a fused
       // pooling's conv tile in level-1 scratch; cache-resident either way: the team's
       // outputs are a few KB) and the last chunk applies bias and activation.
-      scalar* const conv_tile = pb.has_pool
+      scalar* const conv_tile = Pooled
                                     ? static_cast<scalar*>(team.team_scratch(1).get_shmem_aligned(
                                           g.conv_tile_elems() * sizeof(scalar), 64))
                                     : nullptr;
@@ -394,7 +419,7 @@ struct Conv2dTiledKernel {
           store(acc, o, t, last, conv_tile);
         }
       }
-      if (pb.has_pool) {
+      if constexpr (Pooled) {
         team.team_barrier();
         pool_conv_tile(team, o, conv_tile);
       }
@@ -698,6 +723,73 @@ struct Conv2dTiledKernel {
     }
   }
 
+  /// GPU, TiledPooling::Registers2x2: bias + activation, then each 2x2 window of the
+  /// micro-tile reduced in registers (PoolReduce, the same order as pool_reduce), the
+  /// pooling's activation, and the stores (vector runs as in store_device).
+  KOKKOS_FORCEINLINE_FUNCTION void store_pooled_2x2_device(const scalar (&acc)[BM][BH][BW],
+                                                           const TileOrigin& o, int t) const {
+    static_assert(BH % 2 == 0 && BW % 2 == 0, "2x2 windows inside the micro-tile");
+    if (pb.pool.mode == PoolMode::Max) {
+      store_pooled_2x2_device<PoolMode::Max>(acc, o, t);
+    } else {
+      store_pooled_2x2_device<PoolMode::Average>(acc, o, t);
+    }
+  }
+  template <PoolMode Mode>
+  KOKKOS_FORCEINLINE_FUNCTION void store_pooled_2x2_device(const scalar (&acc)[BM][BH][BW],
+                                                           const TileOrigin& o, int t) const {
+    using Op = PoolReduce<Mode, scalar>;
+    constexpr int PH = BH / 2, PW = BW / 2;
+    int m_first, p_first, q_first;
+    micro_origin(o, t, m_first, p_first, q_first);
+    // The conv tile starts on a window (no pooling padding), so these are exact.
+    const int pp_first = p_first / 2, pq_first = q_first / 2;
+    const int m_valid = static_cast<int>(pb.M - m_first);
+    const int pq_valid = static_cast<int>(pb.Q_pooled - pq_first);
+    scalar pooled[BM][PH][PW];
+    KCNN_DEVICE_UNROLL
+    for (int bm = 0; bm < BM; ++bm) {
+      const scalar b = bm < m_valid && pb.has_bias ? scalar(bias(m_first + bm)) : scalar(0);
+      KCNN_DEVICE_UNROLL
+      for (int ph = 0; ph < PH; ++ph)
+        KCNN_DEVICE_UNROLL
+      for (int pw = 0; pw < PW; ++pw) {
+        scalar v = Op::init();
+        KCNN_DEVICE_UNROLL
+        for (int dh = 0; dh < 2; ++dh)
+          KCNN_DEVICE_UNROLL
+        for (int dw = 0; dw < 2; ++dw)
+          v = Op::add(v, apply_activation(pb.activation, acc[bm][2 * ph + dh][2 * pw + dw] + b));
+        pooled[bm][ph][pw] = pool_output(pb.pool.activation, Op::finish(v, 4));
+      }
+    }
+    const auto run_stride = static_cast<std::int64_t>(y.stride(3));  // q (NCHW) or m (NHWC)
+    if constexpr (L == Layout::NCHW) {
+      KCNN_DEVICE_UNROLL
+      for (int bm = 0; bm < BM; ++bm)
+        KCNN_DEVICE_UNROLL
+      for (int ph = 0; ph < PH; ++ph) {
+        const int pp = pp_first + ph;
+        if (bm < m_valid && pp < pb.P_pooled && pq_valid > 0)
+          store_run<PW>(&at<L>(y, o.n, m_first + bm, pp, pq_first), run_stride, pooled[bm][ph],
+                        pq_valid);
+      }
+    } else {
+      KCNN_DEVICE_UNROLL
+      for (int ph = 0; ph < PH; ++ph)
+        KCNN_DEVICE_UNROLL
+      for (int pw = 0; pw < PW; ++pw) {
+        scalar column[BM];
+        KCNN_DEVICE_UNROLL
+        for (int bm = 0; bm < BM; ++bm)
+          column[bm] = pooled[bm][ph][pw];
+        const int pp = pp_first + ph, pq = pq_first + pw;
+        if (pp < pb.P_pooled && pq < pb.Q_pooled && m_valid > 0)
+          store_run<BM>(&at<L>(y, o.n, m_first, pp, pq), run_stride, column, m_valid);
+      }
+    }
+  }
+
   /// The team's pooled outputs from its conv tile, into y. Threads take consecutive
   /// pooled columns (NCHW) or channels (NHWC): y's contiguous dimension.
   KOKKOS_INLINE_FUNCTION void pool_conv_tile(const member_type& team, const TileOrigin& o,
@@ -832,15 +924,22 @@ struct Conv2dTiledKernel {
   }
 };
 
-/// Launches one instantiation of the kernel.
-template <Layout L, int KR, int KS, bool Unit, class Micro, class ExecSpace, class XView,
-          class WView, class BView, class YView>
+/// Launches one instantiation of the kernel; Pooling is None exactly when !pb.has_pool.
+template <Layout L, int KR, int KS, bool Unit, TiledPooling Pooling, class Micro, class ExecSpace,
+          class XView, class WView, class BView, class YView>
 void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
                          const YView& y, const Conv2dProblem& pb) {
-  using Kernel = Conv2dTiledKernel<L, KR, KS, Unit, Micro, ExecSpace, XView, WView, BView, YView>;
+  using Kernel =
+      Conv2dTiledKernel<L, KR, KS, Unit, Pooling, Micro, ExecSpace, XView, WView, BView, YView>;
   using Scalar = typename Kernel::scalar;
-  using Policy = Kokkos::TeamPolicy<ExecSpace>;
   constexpr bool on_host = std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
+  constexpr bool Pooled = Kernel::Pooled;
+  // GPUs: at most 128 registers per thread (launch bound 256 threads x 2 teams), so that
+  // a team of up to 5 warps keeps 3 teams per multiprocessor: LeNet C3's kernel came out
+  // at 130 registers once, which left 2 teams per SM (15.6% occupancy) and took 4.54 ms
+  // instead of 3.96 (Nsight Compute, H100).
+  using Policy = std::conditional_t<on_host, Kokkos::TeamPolicy<ExecSpace>,
+                                    Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<256, 2>>>;
   // Leave room for the block's alignment and the halo tile's rounding to 16 bytes.
   const std::size_t budget = static_cast<std::size_t>(Policy::scratch_size_max(0)) - 256;
   // Rows padded to 16 bytes only for the vector loads: the scalar strided path reads
@@ -853,23 +952,21 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
            " tiles exceed the launch limit; split the batch");
   // One 16-byte aligned block (get_shmem_aligned may skip up to 15 bytes).
   const std::size_t scratch =
-      sizeof(Scalar) *
-          Kernel::block_elems(g, static_cast<int>(pb.R), static_cast<int>(pb.S), pb.has_pool) +
-      16;
+      sizeof(Scalar) * Kernel::block_elems(g, static_cast<int>(pb.R), static_cast<int>(pb.S)) + 16;
   throw_if(scratch > static_cast<std::size_t>(Policy::scratch_size_max(0)), "kcnn::conv2d_forward",
            "ConvAlgo::Tiled: a ", pb.R, "x", pb.S, " filter with dilation ", pb.dilation_h, "x",
            pb.dilation_w, " and stride ", pb.stride_h, "x", pb.stride_w,
-           pb.has_pool ? " and the fused pooling's window" : "",
+           Pooled ? " and the fused pooling's window" : "",
            " needs a tile larger than team scratch memory (", scratch, " > ",
            Policy::scratch_size_max(0), " bytes); use another algorithm");
   // Hosts: a fused pooling's conv tile in level-1 scratch (plus its 64-byte alignment).
   const std::size_t host_conv_tile =
-      on_host && pb.has_pool ? sizeof(Scalar) * std::size_t(g.conv_tile_elems()) + 64 : 0;
+      on_host && Pooled ? sizeof(Scalar) * std::size_t(g.conv_tile_elems()) + 64 : 0;
 
   Policy policy(space, static_cast<int>(league), g.team_size);
   policy.set_scratch_size(0, Kokkos::PerTeam(scratch));
   if (host_conv_tile > 0) policy.set_scratch_size(1, Kokkos::PerTeam(host_conv_tile));
-  Kokkos::parallel_for(pb.has_pool ? "kcnn::conv2d::tiled_pool" : "kcnn::conv2d::tiled", policy,
+  Kokkos::parallel_for(Pooled ? "kcnn::conv2d::tiled_pool" : "kcnn::conv2d::tiled", policy,
                        Kernel{x, w, bias, y, pb, g});
 }
 
@@ -882,9 +979,24 @@ template <Layout L, bool Unit, class Micro, class ExecSpace, class XView, class 
 void conv2d_tiled_filter_dispatch(const ExecSpace& space, const XView& x, const WView& w,
                                   const BView& bias, const YView& y, const Conv2dProblem& pb) {
   const std::int64_t k = pb.R == pb.S ? pb.R : 0;
+  constexpr bool on_host = std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
+  const Pool2dParams& pool = pb.pool;
+  const bool pool_2x2 = pool.window_h == 2 && pool.window_w == 2 && pool.stride_h == 2 &&
+                        pool.stride_w == 2 && pool.pad_h == 0 && pool.pad_w == 0;
   auto go = [&](auto extent) {
     constexpr int K = decltype(extent)::value;
-    conv2d_tiled_launch<L, K, K, Unit, Micro>(space, x, w, bias, y, pb);
+    if (!pb.has_pool) {
+      conv2d_tiled_launch<L, K, K, Unit, TiledPooling::None, Micro>(space, x, w, bias, y, pb);
+    } else if constexpr (!on_host && Micro::BH % 2 == 0 && Micro::BW % 2 == 0) {
+      if (pool_2x2) {
+        conv2d_tiled_launch<L, K, K, Unit, TiledPooling::Registers2x2, Micro>(space, x, w, bias, y,
+                                                                              pb);
+      } else {
+        conv2d_tiled_launch<L, K, K, Unit, TiledPooling::Scratch, Micro>(space, x, w, bias, y, pb);
+      }
+    } else {
+      conv2d_tiled_launch<L, K, K, Unit, TiledPooling::Scratch, Micro>(space, x, w, bias, y, pb);
+    }
   };
   if constexpr (std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace> ||
                 !std::is_same_v<view_scalar_t<YView>, float>) {
