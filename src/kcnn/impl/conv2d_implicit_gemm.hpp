@@ -292,6 +292,13 @@ struct ImplicitGemmDeviceKernel {
 
   /// Scratch bytes per team: the double-buffered operand tiles and the tap table; with
   /// a fused pooling at least the BM x BN conv tile, which reuses them at the end.
+  /// Whether the kernel has the unchecked gather form besides the checked one: for the
+  /// few-channel tiles, where a gathered element feeds only BM FMAs and the gathers'
+  /// instructions weigh most (H100, LeNet C3: 3.42 -> 3.22 ms). The wider tiles run at
+  /// their 128-register bound already; the second form made them spill (56 -> 64-120
+  /// bytes of stack) and 12-21% slower on the ResNet layers.
+  static constexpr bool kUncheckedGathers = BM <= 32;
+
   KOKKOS_INLINE_FUNCTION static constexpr std::size_t scratch_bytes(bool fused_pool) {
     const std::size_t operands =
         sizeof(T) * 2 * BK * (Tile::x_pitch + Tile::w_pitch) + sizeof(GatherTap) * 2 * BK;
@@ -324,10 +331,10 @@ struct ImplicitGemmDeviceKernel {
 
     T x_next[Tile::rows_per_thread][Tile::cols_per_thread];
     T w_next[Tile::w_per_thread];
-    // The X gathers of one step, in one of three forms chosen once per step (a uniform
-    // branch): bounds-checked, or for unpadded problems unchecked (only the tap can be
-    // outside, k >= K; see ImplicitGemmOperands::unpadded) with 64- or 32-bit offsets
-    // (x_fits_int: one add and one address instruction per gather instead of four).
+    // The X gathers of one step, bounds-checked, or (kUncheckedGathers tiles, unpadded
+    // problems whose x offsets fit int) unchecked with 32-bit offsets: only the tap can
+    // be outside (k >= K; see ImplicitGemmOperands::unpadded), and a gather is one add
+    // and one address instruction instead of four plus the bounds tests.
     auto gather_x = [&](const GatherTap* step_taps, auto checked, auto offset) {
       using Offset = decltype(offset);
       KCNN_DEVICE_UNROLL
@@ -347,12 +354,10 @@ struct ImplicitGemmDeviceKernel {
     };
     auto load = [&](int slot) {  // global -> registers, step whose taps are in `slot`
       const GatherTap* step_taps = taps + slot * BK;
-      if (!op.unpadded) {
-        gather_x(step_taps, std::true_type{}, std::int64_t{});
-      } else if (op.x_fits_int) {
+      if (kUncheckedGathers && op.unpadded && op.x_fits_int) {
         gather_x(step_taps, std::false_type{}, int{});
       } else {
-        gather_x(step_taps, std::false_type{}, std::int64_t{});
+        gather_x(step_taps, std::true_type{}, std::int64_t{});
       }
       KCNN_DEVICE_UNROLL
       for (int i = 0; i < Tile::w_per_thread; ++i) {

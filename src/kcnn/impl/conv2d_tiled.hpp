@@ -934,12 +934,19 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
   using Scalar = typename Kernel::scalar;
   constexpr bool on_host = std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
   constexpr bool Pooled = Kernel::Pooled;
-  // GPUs: at most 128 registers per thread (launch bound 256 threads x 2 teams), so that
-  // a team of up to 5 warps keeps 3 teams per multiprocessor: LeNet C3's kernel came out
+  // GPUs, unit-stride kernels with compile-time filters and 64-accumulator micro-tiles:
+  // at most 128 registers per thread (launch bound 256 threads x 2 teams), so that a
+  // team of up to 5 warps keeps 3 teams per multiprocessor. LeNet C3's kernel came out
   // at 130 registers once, which left 2 teams per SM (15.6% occupancy) and took 4.54 ms
-  // instead of 3.96 (Nsight Compute, H100).
-  using Policy = std::conditional_t<on_host, Kokkos::TeamPolicy<ExecSpace>,
-                                    Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<256, 2>>>;
+  // instead of 3.93; the bound also took the NCHW ResNet 3x3 layers from 152 registers
+  // to 127 (64 channels at 56x56: 1.03 -> 0.75 ms). Other kernels stay unbounded: with
+  // the bound the compiler spent more registers on the 32-accumulator ones (LeNet C1:
+  // 84 -> 96, 1.45 -> 1.52 ms) and lost speed on the strided ones (C1 at stride 2: 1.03 ->
+  // 1.28 ms). H100, Nsight Compute and kcnn_perf.
+  constexpr bool bounded = Kernel::vector_loads && Micro::BM * Micro::BH * Micro::BW >= 64;
+  using Policy =
+      std::conditional_t<bounded, Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<256, 2>>,
+                         Kokkos::TeamPolicy<ExecSpace>>;
   // Leave room for the block's alignment and the halo tile's rounding to 16 bytes.
   const std::size_t budget = static_cast<std::size_t>(Policy::scratch_size_max(0)) - 256;
   // Rows padded to 16 bytes only for the vector loads: the scalar strided path reads
