@@ -221,9 +221,10 @@ struct ImplicitGemmOperands {
 
   /// Column j's part of every gather (outside_pixel() for columns past J and for
   /// window cells outside the conv output).
+  template <bool Pooled = true>
   KOKKOS_INLINE_FUNCTION GatherPixel gather_pixel(std::int64_t j) const {
     if (j >= J) return outside_pixel();
-    if (pooling.enabled) {
+    if (Pooled && pooling.enabled) {
       Pixel<std::int64_t> px;
       const bool real = j_fits_int ? pooling.cell_pixel(static_cast<int>(j), map.P, map.Q, px)
                                    : pooling.cell_pixel(j, map.P, map.Q, px);
@@ -232,9 +233,16 @@ struct ImplicitGemmOperands {
     return j_fits_int ? map.gather_pixel(static_cast<int>(j), xs) : map.gather_pixel(j, xs);
   }
   /// Column `jc` of the team whose columns start at block * columns_per_team(bn).
+  /// Pooled: whether pooling.enabled may hold (false compiles the plain pixel mapping
+  /// only, for kernels without a fused pooling).
+  template <bool Pooled>
   KOKKOS_INLINE_FUNCTION GatherPixel gather_column(std::int64_t block, int jc, int bn) const {
-    const int per_team = pooling.columns_per_team(bn);
-    return jc < per_team ? gather_pixel(block * per_team + jc) : outside_pixel();
+    if constexpr (!Pooled) {
+      return gather_pixel<false>(block * bn + jc);
+    } else {
+      const int per_team = pooling.columns_per_team(bn);
+      return jc < per_team ? gather_pixel(block * per_team + jc) : outside_pixel();
+    }
   }
 
   /// The fused pooling's last phase for one team: `tile` holds the team's conv outputs
@@ -282,7 +290,11 @@ struct ImplicitGemmOperands {
 // GPU kernel
 // ---------------------------------------------------------------------------------
 
-template <Layout L, class Tile, class ExecSpace, class T>
+/// Pooled: the kernel applies the fused pooling (op.pooling.enabled); a template
+/// parameter because the pooling epilogue as a run-time branch cost the wider tiles
+/// registers they did not have (64-120 bytes of spills; ResNet 3x3 layers 14-38% slower,
+/// H100).
+template <Layout L, class Tile, class ExecSpace, class T, bool Pooled>
 struct ImplicitGemmDeviceKernel {
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, TM = Tile::TM, TN = Tile::TN;
@@ -317,8 +329,8 @@ struct ImplicitGemmDeviceKernel {
     // Scratch: X tiles [2][BK][x_pitch], W tiles [2][BK][w_pitch] (k-major: a thread's
     // TN pixels / TM channels of one k are one contiguous vector run), tap table
     // [2][BK]. Each part's size is a multiple of 64 bytes, so all stay aligned.
-    T* const x_tiles = static_cast<T*>(
-        team.team_scratch(0).get_shmem_aligned(scratch_bytes(op.pooling.enabled) - 16, 16));
+    T* const x_tiles =
+        static_cast<T*>(team.team_scratch(0).get_shmem_aligned(scratch_bytes(Pooled) - 16, 16));
     T* const w_tiles = x_tiles + 2 * BK * Tile::x_pitch;
     GatherTap* const taps = reinterpret_cast<GatherTap*>(w_tiles + 2 * BK * Tile::w_pitch);
 
@@ -327,7 +339,7 @@ struct ImplicitGemmDeviceKernel {
     GatherPixel pix[Tile::cols_per_thread];
     KCNN_DEVICE_UNROLL
     for (int c = 0; c < Tile::cols_per_thread; ++c)
-      pix[c] = op.gather_column(block, jl + c * Tile::threads_j, BN);
+      pix[c] = op.template gather_column<Pooled>(block, jl + c * Tile::threads_j, BN);
 
     T x_next[Tile::rows_per_thread][Tile::cols_per_thread];
     T w_next[Tile::w_per_thread];
@@ -418,24 +430,24 @@ struct ImplicitGemmDeviceKernel {
       if (step + 1 < steps) store((step + 1) % 2);
       team.team_barrier();
     }
-    if (!op.pooling.enabled) {
+    if constexpr (!Pooled) {
       epilogue(acc, m0 + tm * TM, j0 + tn * TN);
-      return;
-    }
-    // Fused pooling: the tile's conv outputs into scratch (the loop's last barrier has
-    // released the operand tiles), then the team pools them into y.
-    KCNN_DEVICE_UNROLL
-    for (int i = 0; i < TM; ++i) {
-      const int m = m0 + tm * TM + i < op.M ? m0 + tm * TM + i : op.M - 1;
-      const T b = op.bias ? op.bias[m] : T(0);
-      T out[TN];
+    } else {
+      // Fused pooling: the tile's conv outputs into scratch (the loop's last barrier has
+      // released the operand tiles), then the team pools them into y.
       KCNN_DEVICE_UNROLL
-      for (int jj = 0; jj < TN; ++jj)
-        out[jj] = apply_activation(op.activation, acc[i][jj] + b);
-      implicit_gemm_store_run<TN>(x_tiles + (tm * TM + i) * Tile::x_pitch + tn * TN, 1, out, TN);
+      for (int i = 0; i < TM; ++i) {
+        const int m = m0 + tm * TM + i < op.M ? m0 + tm * TM + i : op.M - 1;
+        const T b = op.bias ? op.bias[m] : T(0);
+        T out[TN];
+        KCNN_DEVICE_UNROLL
+        for (int jj = 0; jj < TN; ++jj)
+          out[jj] = apply_activation(op.activation, acc[i][jj] + b);
+        implicit_gemm_store_run<TN>(x_tiles + (tm * TM + i) * Tile::x_pitch + tn * TN, 1, out, TN);
+      }
+      team.team_barrier();
+      op.pool_tile(x_tiles, Tile::x_pitch, BM, m0, block, BN, t, Tile::threads);
     }
-    team.team_barrier();
-    op.pool_tile(x_tiles, Tile::x_pitch, BM, m0, block, BN, t, Tile::threads);
   }
 
   /// bias + activation, then the stores: per pixel run inside one output row (NCHW,
@@ -717,9 +729,9 @@ inline bool implicit_gemm_fuses_pool(const Pool2dParams& pool) {
          pool.window_h * pool.window_w <= kImplicitGemmMaxFusedWindowCells;
 }
 
-template <class Tile, Layout L, class ExecSpace, class T>
-void implicit_gemm_device_launch(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o) {
-  using Kernel = ImplicitGemmDeviceKernel<L, Tile, ExecSpace, T>;
+template <class Tile, bool Pooled, Layout L, class ExecSpace, class T>
+void implicit_gemm_device_launch_as(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o) {
+  using Kernel = ImplicitGemmDeviceKernel<L, Tile, ExecSpace, T, Pooled>;
   using Policy =
       Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<Tile::threads, Tile::min_teams_per_sm>>;
   const std::int64_t m_blocks = (o.M + Tile::BM - 1) / Tile::BM;
@@ -728,10 +740,23 @@ void implicit_gemm_device_launch(const ExecSpace& space, const ImplicitGemmOpera
   throw_if(league > std::numeric_limits<int>::max(), "kcnn::conv2d_forward",
            "ConvAlgo::ImplicitGemm: ", league, " tiles exceed the launch limit; split the batch");
   Policy policy(space, static_cast<int>(league), Tile::threads);
-  Kokkos::parallel_for(
-      o.pooling.enabled ? "kcnn::conv2d::implicit_gemm_pool" : "kcnn::conv2d::implicit_gemm",
-      policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes(o.pooling.enabled))),
-      Kernel{o, static_cast<int>(m_blocks)});
+  Kokkos::parallel_for(Pooled ? "kcnn::conv2d::implicit_gemm_pool" : "kcnn::conv2d::implicit_gemm",
+                       policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes(Pooled))),
+                       Kernel{o, static_cast<int>(m_blocks)});
+}
+
+/// Launches tile `Tile`, with the fused pooling when o.pooling.enabled (only tiles whose
+/// BM x BN conv tile fits team scratch are compiled for it; the tile choice never hands
+/// a pooling to the others).
+template <class Tile, Layout L, class ExecSpace, class T>
+void implicit_gemm_device_launch(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o) {
+  if (!o.pooling.enabled) return implicit_gemm_device_launch_as<Tile, false>(space, o);
+  if constexpr (Tile::BM <= 64) {
+    implicit_gemm_device_launch_as<Tile, true>(space, o);
+  } else {
+    throw_if(true, "kcnn::conv2d_forward", "internal: ImplicitGemm tile ", Tile::BM, "x", Tile::BN,
+             " chosen for a fused pooling");
+  }
 }
 
 template <Layout L, class ExecSpace, class T>
