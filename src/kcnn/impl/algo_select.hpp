@@ -101,10 +101,13 @@ inline constexpr std::int64_t kFewFiltersDevice = 8;
 /// fused kernel leads (LeNet C3 + ReLU + 4x4 max at batch 10,000: Tiled 2.98 ms,
 /// ImplicitGemm 3.05 ms in NCHW, 2.91 vs 3.44 ms in NHWC; C1 + 2x2 max: 1.85 vs 7.79 ms).
 inline constexpr std::int64_t kFusedPoolFiltersDevice = 16;
-/// GPU, NHWC at unit stride: Tiled stages channel-contiguous rows and leads for
-/// reductions of 257 to 576 taps (3x3 with 64 channels at 56x56: Tiled 0.716 ms,
-/// ImplicitGemm 0.892 ms, whose NHWC gathers are not coalesced).
-inline constexpr std::int64_t kTiledNhwcReductionBegin = 256;
+/// GPU, NHWC at unit stride with more than kTiledNhwcFiltersAbove filters and up to
+/// kTiledNhwcReductionEnd taps: Tiled stages channel-contiguous rows and leads, where
+/// ImplicitGemm's NHWC gathers are not coalesced (H100, 2026-11-22, after Tiled's launch
+/// bound: 3x3 with 64 channels at 56x56, Tiled 0.737 ms, ImplicitGemm 1.10 ms; 5x5 from
+/// 3 channels to 29 filters, Tiled 0.462 ms, ImplicitGemm 0.511 ms). With 16 filters or
+/// fewer ImplicitGemm's 16-row tile leads (LeNet C3: 3.82 vs 3.96 ms).
+inline constexpr std::int64_t kTiledNhwcFiltersAbove = 16;
 inline constexpr std::int64_t kTiledNhwcReductionEnd = 576;
 /// GPU: from this reduction length and kWideGemmFiltersDevice filters cuBLAS on the
 /// unrolled matrix leads: the GEMM is large in every dimension (3x3 with 128 channels at
@@ -149,11 +152,11 @@ inline const auto& conv2d_algo_rules() {
          return t == Target::Device && pb.has_pool && pb.M <= kFusedPoolFiltersDevice;
        },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
-      {"device_nhwc_medium_reduction",
+      {"device_nhwc_direct",
        [](const Conv2dProblem& pb, Target t) {
-         const std::int64_t k = reduction_length(pb);
          return t == Target::Device && pb.layout == Layout::NHWC && unit_stride_and_dilation(pb) &&
-                k > kTiledNhwcReductionBegin && k <= kTiledNhwcReductionEnd;
+                !is_pointwise(pb) && pb.M > kTiledNhwcFiltersAbove &&
+                reduction_length(pb) <= kTiledNhwcReductionEnd;
        },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
       {"device_wide_gemm",
