@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 #include "test_support.hpp"
@@ -345,13 +346,22 @@ TEST_F(FindBestAlgo, InvalidArgumentsThrowBeforeWritingY) {
   EXPECT_EQ(kcnn::algo_cache_size(), 0u);
 }
 
-/// Records the names of the profiling regions pushed while it lives.
+/// Records the names of the profiling regions pushed while it lives. Thread-safe: on
+/// host backends Im2colGemm runs KokkosBlas::gemm from several threads at once, and each
+/// call pushes a region of its own (unguarded, the concurrent emplace_back corrupted the
+/// list: a segfault in about 40% of runs).
 class RegionRecorder {
  public:
   RegionRecorder() {
     names().clear();
-    Kokkos::Tools::Experimental::set_push_region_callback(
-        [](const char* name) { names().emplace_back(name); });
+    Kokkos::Tools::Experimental::set_push_region_callback([](const char* name) {
+      const std::lock_guard<std::mutex> lock(mutex());
+      names().emplace_back(name);
+    });
+  }
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
   }
   ~RegionRecorder() { Kokkos::Tools::Experimental::set_push_region_callback(nullptr); }
   static std::vector<std::string>& names() {
