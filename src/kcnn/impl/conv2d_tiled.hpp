@@ -865,26 +865,18 @@ struct Conv2dTiledKernel {
       }
       return;
     }
+    // Any other window: clipped by pool_window, reduced by pool_reduce (the definitions
+    // pool2d_forward uses).
     for (int ml = 0; ml < m_count; ++ml) {
       const scalar* plane = conv_tile + ml * conv_tile_plane();
-      for (int pl = 0; pl < p_count; ++pl) {
-        const int pp = o.pp0 + pl, h0 = pp * pool.stride_h - pool.pad_h;
-        const int h_begin = h0 < 0 ? 0 : h0,
-                  h_end = h0 + pool.window_h > P ? P : h0 + pool.window_h;
+      for (int pl = 0; pl < p_count; ++pl)
         for (int ql = 0; ql < q_count; ++ql) {
-          const int pq = o.pq0 + ql, w0 = pq * pool.stride_w - pool.pad_w;
-          const int w_begin = w0 < 0 ? 0 : w0,
-                    w_end = w0 + pool.window_w > Q ? Q : w0 + pool.window_w;
-          scalar acc = Op::init();
-          for (int h = h_begin; h < h_end; ++h) {
-            const scalar* row = plane + (h - o.p0) * g.tile_q - o.q0;
-            for (int w = w_begin; w < w_end; ++w)
-              acc = Op::add(acc, row[w]);
-          }
-          const int divisor = pool_divisor(pool, h_end - h_begin, w_end - w_begin);
-          at<L>(y, o.n, o.m0 + ml, pp, pq) = pool_output(pool.activation, Op::finish(acc, divisor));
+          const int pp = o.pp0 + pl, pq = o.pq0 + ql;
+          const PoolWindow<int> win = pool_window(pool, P, Q, pp, pq);
+          const scalar v = pool_reduce<Mode, scalar>(
+              win, [&](int h, int w) { return plane[(h - o.p0) * g.tile_q + (w - o.q0)]; });
+          at<L>(y, o.n, o.m0 + ml, pp, pq) = pool_output(pool.activation, v);
         }
-      }
     }
   }
 
