@@ -460,28 +460,65 @@ struct Conv2dTiledKernel {
     const int t = team.team_rank(), T = team.team_size();
     const int in_plane = g.in_plane(), total = cc * g.in_h * g.in_w;
     if constexpr (L == Layout::NCHW) {
-      GridWalker pos(t, T, g.in_w, g.in_h);  // (channel, row, column)
-      for (int i = t; i < total; i += T, pos.advance()) {
-        const std::int64_t h = o.h0 + pos.b, wc = o.w0 + pos.c;
-        const bool inside = h >= 0 && h < pb.H && wc >= 0 && wc < pb.W;
-        in_tile(pos.a * in_plane + pos.b * g.in_pitch + pos.c) =
-            inside ? at<L>(x, o.n, c0 + pos.a, h, wc) : scalar(0);
-      }
+      // (channel, row, column)
+      copy_batched(
+          t, T, total, GridWalker(t, T, g.in_w, g.in_h), in_tile.data(),
+          [&](const GridWalker& pos) {
+            const std::int64_t h = o.h0 + pos.b, wc = o.w0 + pos.c;
+            const bool inside = h >= 0 && h < pb.H && wc >= 0 && wc < pb.W;
+            return inside ? at<L>(x, o.n, c0 + pos.a, h, wc) : scalar(0);
+          },
+          [&](const GridWalker& pos) { return pos.a * in_plane + pos.b * g.in_pitch + pos.c; });
     } else {
-      GridWalker pos(t, T, cc, g.in_w);  // (row, column, channel)
-      for (int i = t; i < total; i += T, pos.advance()) {
-        const std::int64_t h = o.h0 + pos.a, wc = o.w0 + pos.b;
-        const bool inside = h >= 0 && h < pb.H && wc >= 0 && wc < pb.W;
-        in_tile(pos.c * in_plane + pos.a * g.in_pitch + pos.b) =
-            inside ? at<L>(x, o.n, c0 + pos.c, h, wc) : scalar(0);
-      }
+      // (row, column, channel)
+      copy_batched(
+          t, T, total, GridWalker(t, T, cc, g.in_w), in_tile.data(),
+          [&](const GridWalker& pos) {
+            const std::int64_t h = o.h0 + pos.a, wc = o.w0 + pos.b;
+            const bool inside = h >= 0 && h < pb.H && wc >= 0 && wc < pb.W;
+            return inside ? at<L>(x, o.n, c0 + pos.c, h, wc) : scalar(0);
+          },
+          [&](const GridWalker& pos) { return pos.c * in_plane + pos.a * g.in_pitch + pos.b; });
     }
-    // Weights, stored [c][r][s][m] so a thread's BM channels are adjacent.
+    // Weights, stored [c][r][s][m] so a thread's BM channels are adjacent; scratch
+    // offset = the element's index in that order.
     const int taps = R() * S(), w_total = cc * taps * g.tile_m;
-    GridWalker pos(t, T, g.tile_m, taps);  // (channel, tap, filter)
-    for (int i = t; i < w_total; i += T, pos.advance()) {
-      const bool inside = o.m0 + pos.c < pb.M;
-      w_tile(i) = inside ? at<L>(w, o.m0 + pos.c, c0 + pos.a, pos.b / S(), pos.b % S()) : scalar(0);
+    const int s_extent = S(), tile_m = g.tile_m;
+    copy_batched(
+        t, T, w_total, GridWalker(t, T, tile_m, taps), w_tile.data(),
+        [&](const GridWalker& pos) {  // (channel, tap, filter)
+          const bool inside = o.m0 + pos.c < pb.M;
+          return inside ? at<L>(w, o.m0 + pos.c, c0 + pos.a, pos.b / s_extent, pos.b % s_extent)
+                        : scalar(0);
+        },
+        [&](const GridWalker& pos) { return (pos.a * taps + pos.b) * tile_m + pos.c; });
+  }
+
+  /// Staged elements each GPU thread has in flight: a batch's global loads are all
+  /// issued before its scratch stores. Element by element, the compiler cannot move a
+  /// load above the previous element's store (the scratch pointer might alias x), so
+  /// each element cost a whole memory latency while the team waited at the barrier.
+  static constexpr int kStageBatch = 4;
+
+  /// dst[offset(pos)] = load(pos) for the elements t, t + T, ... below `total` of a
+  /// GridWalker grid, kStageBatch at a time.
+  template <class Load, class Offset>
+  KOKKOS_FORCEINLINE_FUNCTION static void copy_batched(int t, int T, int total, GridWalker pos,
+                                                       scalar* dst, const Load& load,
+                                                       const Offset& offset) {
+    for (int first = t; first < total; first += kStageBatch * T) {
+      scalar value[kStageBatch];
+      int where[kStageBatch];
+      KCNN_DEVICE_UNROLL
+      for (int u = 0; u < kStageBatch; ++u) {
+        const bool live = first + u * T < total;
+        value[u] = live ? load(pos) : scalar(0);
+        where[u] = offset(pos);
+        pos.advance();
+      }
+      KCNN_DEVICE_UNROLL
+      for (int u = 0; u < kStageBatch; ++u)
+        if (first + u * T < total) dst[where[u]] = value[u];
     }
   }
 
