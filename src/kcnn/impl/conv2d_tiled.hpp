@@ -304,13 +304,15 @@ struct Conv2dTiledKernel {
   /// The tile of team `league_rank`: (image, channel tile, row tile, column tile),
   /// columns fastest. With a fused pooling the row and column tiles are pooled ones and
   /// the conv tile starts where their first window does.
-  KOKKOS_INLINE_FUNCTION TileOrigin tile_origin(std::int64_t league_rank) const {
-    std::int64_t rest = league_rank;
-    const int tq = static_cast<int>(rest % g.tiles_q);
+  /// (The league size fits int, see conv2d_tiled_launch: 32-bit divisions, where 64-bit
+  /// ones are emulated on GPUs with dozens of instructions each.)
+  KOKKOS_INLINE_FUNCTION TileOrigin tile_origin(int league_rank) const {
+    int rest = league_rank;
+    const int tq = rest % g.tiles_q;
     rest /= g.tiles_q;
-    const int tp = static_cast<int>(rest % g.tiles_p);
+    const int tp = rest % g.tiles_p;
     rest /= g.tiles_p;
-    const int tm = static_cast<int>(rest % g.tiles_m);
+    const int tm = rest % g.tiles_m;
     TileOrigin o{rest / g.tiles_m, tm * g.tile_m, tp * g.tile_p, tq * g.tile_q, 0, 0};
     if constexpr (Pooled) {
       o.pp0 = tp * g.pool_p;
@@ -627,12 +629,14 @@ struct Conv2dTiledKernel {
     for (int c = 0; c < cc; ++c) {
       const scalar* in_c = in_base + c * in_plane;
       const scalar* w_c = w_base + c * w_chunk;
-      // Filter rows: a loop for small micro-tiles, unrolled for large ones (measured on
-      // the H100, LeNet at batch 10,000): C1 (32 accumulators) ran 1.71 -> 1.55 ms with
-      // the rows kept a loop; C3 (64 accumulators) 4.13 -> 4.39 ms, because the loop
-      // version needed 144 registers instead of 121 and halved the resident warps, even
-      // though the unrolled body (49 taps x 64 multiply-adds) overflows the instruction
-      // cache (a third of the stalls were instruction fetches).
+      // Filter rows: unrolled only for 64-accumulator micro-tiles with small filters
+      // (kUnrollFilterRows). Measured on the H100, LeNet at batch 10,000: C1 (32
+      // accumulators) ran 1.71 -> 1.55 ms with the rows kept a loop. C3 (64 accumulators,
+      // 7x7) ran 4.13 -> 4.39 ms as a loop before the launch bound, because the loop
+      // needed 144 registers instead of 121 and halved the resident warps; unrolled
+      // under the bound (124 registers) half of its stall cycles were instruction
+      // fetches (Nsight Compute): 49 taps x 64 multiply-adds overflow the instruction
+      // cache.
       if constexpr (kUnrollFilterRows) {
         KCNN_DEVICE_UNROLL
         for (int r = 0; r < KR; ++r)
@@ -645,7 +649,11 @@ struct Conv2dTiledKernel {
     }
   }
 
-  static constexpr bool kUnrollFilterRows = BM * BH * BW >= 64;
+  /// Unrolled filter rows: only where the whole unrolled body (KR x KS taps x the
+  /// micro-tile's multiply-adds) stays near the instruction cache (3x3 filters of the
+  /// 64-accumulator tiles: 576 multiply-adds) and the micro-tile needs the registers
+  /// the loop would cost.
+  static constexpr bool kUnrollFilterRows = BM * BH * BW >= 64 && KR * KS <= 9;
 
   /// One filter row r of accumulate_vec: the micro-tile rows' input windows into
   /// registers, then every tap of the row.
