@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file impl/async_copy.hpp
+/// \brief Element copies from global memory into team scratch that do not wait for
+///        their load: on NVIDIA GPUs from sm_80 on, `cp.async` (the hardware moves the
+///        element straight into shared memory, no register holds it, the thread goes
+///        on to issue the next one); elsewhere a plain load and store.
+///
+/// Use: every thread issues its copies, then calls scratch_copies_wait(), then the team
+/// barrier publishes the scratch to the other threads. A thread staging dozens of
+/// elements thus pays one memory latency instead of one per element (or per batch of
+/// elements held in registers, which the kernels' accumulators leave no room for).
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+namespace kcnn::Impl {
+
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 800)
+#define KCNN_ASYNC_SCRATCH_COPY 1
+#endif
+
+/// *dst = valid ? *src : 0, possibly still in flight on return. dst: level-0 team
+/// scratch; src: global memory, a valid address even when !valid (nothing is read
+/// then: the copy writes zeros, e.g. for padding cells).
+template <class T>
+KOKKOS_FORCEINLINE_FUNCTION void scratch_copy_async(T* dst, const T* src, bool valid) {
+#if defined(KCNN_ASYNC_SCRATCH_COPY)
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "cp.async copies 4, 8 or 16 bytes");
+  const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  const int src_bytes = valid ? static_cast<int>(sizeof(T)) : 0;  // the rest is zero-filled
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(shared), "l"(src),
+               "n"(static_cast<int>(sizeof(T))), "r"(src_bytes)
+               : "memory");
+#else
+  *dst = valid ? *src : T(0);
+#endif
+}
+
+/// Waits until this thread's scratch_copy_async copies have landed (each thread its
+/// own: a team barrier must follow before other threads read them).
+KOKKOS_FORCEINLINE_FUNCTION void scratch_copies_wait() {
+#if defined(KCNN_ASYNC_SCRATCH_COPY)
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+
+}  // namespace kcnn::Impl
