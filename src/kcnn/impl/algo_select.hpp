@@ -93,9 +93,14 @@ inline std::int64_t reduction_length(const Conv2dProblem& pb) {
 
 /// GPU: up to this many filters Tiled's direct kernel wins: ImplicitGemm's smallest tile
 /// holds 16 filters (LeNet C1, M = 4: Tiled 1.50 ms, ImplicitGemm 6.04 ms; at stride 2
-/// 1.03 vs 1.57 ms). From 16 filters on ImplicitGemm leads (LeNet C3, M = 16: 3.41 vs
-/// 3.95 ms; 29 filters with 5x5 taps: 0.275 vs 0.346 ms).
+/// 1.03 vs 1.57 ms).
 inline constexpr std::int64_t kFewFiltersDevice = 8;
+/// GPU, unit stride and dilation, not 1x1: up to this many filters Tiled leads too,
+/// since its staging went asynchronous (H100, 2026-11-22, session 5: LeNet C3, M = 16,
+/// Tiled 2.83 ms, ImplicitGemm 3.12 ms; NHWC 2.79 vs 3.82 ms). Strided, ImplicitGemm
+/// keeps the lead (C3 at stride 2: 0.887 vs 1.59 ms), and so it does from 29 filters on
+/// (5x5 taps, 3 channels, NCHW: 0.270 vs 0.282 ms).
+inline constexpr std::int64_t kFewFiltersUnitStrideDevice = 16;
 /// GPU, convolution with a fused pooling: Tiled pools every window shape inside its
 /// kernel, ImplicitGemm only non-overlapping windows, and with few filters Tiled's
 /// fused kernel leads (LeNet C3 + ReLU + 4x4 max at batch 10,000: Tiled 2.98 ms,
@@ -150,6 +155,12 @@ inline const auto& conv2d_algo_rules() {
       {"device_fused_pool_few_filters",
        [](const Conv2dProblem& pb, Target t) {
          return t == Target::Device && pb.has_pool && pb.M <= kFusedPoolFiltersDevice;
+       },
+       {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
+      {"device_unit_stride_few_filters",
+       [](const Conv2dProblem& pb, Target t) {
+         return t == Target::Device && pb.M <= kFewFiltersUnitStrideDevice &&
+                unit_stride_and_dilation(pb) && !is_pointwise(pb);
        },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
       {"device_nhwc_direct",

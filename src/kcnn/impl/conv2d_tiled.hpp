@@ -292,6 +292,9 @@ struct Conv2dTiledKernel {
   YView y;
   Conv2dProblem pb;
   TiledGeometry g;
+  /// GPU staging: 32-bit element offsets (set by the launch; x's only where they fit).
+  bool x_offsets_fit_int = false;
+  LogicalStrides32 x_strides32{}, w_strides32{};
 
   /// Where a team's tile starts: image, first output channel/row/column, and the
   /// input coordinate its halo tile starts at (may be negative: padding).
@@ -461,31 +464,22 @@ struct Conv2dTiledKernel {
                                            const ScratchView& w_tile, const TileOrigin& o, int c0,
                                            int cc) const {
     const int t = team.team_rank(), T = team.team_size();
-    const int in_plane = g.in_plane(), total = cc * g.in_h * g.in_w;
-    const scalar* const x_any = x.data();  // a valid source for zero-filled cells
-    if constexpr (L == Layout::NCHW) {
-      // (channel, row, column)
-      copy_to_scratch(
-          t, T, total, GridWalker(t, T, g.in_w, g.in_h), in_tile.data(),
-          [&](const GridWalker& pos, bool& inside) {
-            const std::int64_t h = o.h0 + pos.b, wc = o.w0 + pos.c;
-            inside = h >= 0 && h < pb.H && wc >= 0 && wc < pb.W;
-            return inside ? &at<L>(x, o.n, c0 + pos.a, h, wc) : x_any;
-          },
-          [&](const GridWalker& pos) { return pos.a * in_plane + pos.b * g.in_pitch + pos.c; });
+    // 32-bit offsets where they fit (one multiply-add per index; the 64-bit chains and
+    // bounds tests were most of the staging instructions, which weigh on LeNet C1 with
+    // its 49 multiply-adds per output).
+    if (x_offsets_fit_int) {
+      const int n = static_cast<int>(o.n);
+      stage_input<int>(t, T, in_tile, o, c0, cc, [&](int c, int h, int w) {
+        return x.data() + x_strides32.offset(n, c, h, w);
+      });
     } else {
-      // (row, column, channel)
-      copy_to_scratch(
-          t, T, total, GridWalker(t, T, cc, g.in_w), in_tile.data(),
-          [&](const GridWalker& pos, bool& inside) {
-            const std::int64_t h = o.h0 + pos.a, wc = o.w0 + pos.b;
-            inside = h >= 0 && h < pb.H && wc >= 0 && wc < pb.W;
-            return inside ? &at<L>(x, o.n, c0 + pos.c, h, wc) : x_any;
-          },
-          [&](const GridWalker& pos) { return pos.c * in_plane + pos.a * g.in_pitch + pos.b; });
+      stage_input<std::int64_t>(
+          t, T, in_tile, o, c0, cc,
+          [&](std::int64_t c, std::int64_t h, std::int64_t w) { return &at<L>(x, o.n, c, h, w); });
     }
     // Weights, stored [c][r][s][m] so a thread's BM channels are adjacent; scratch
-    // offset = the element's index in that order.
+    // offset = the element's index in that order. (Filters always fit 32-bit offsets,
+    // checked at launch.)
     const int taps = R() * S(), w_total = cc * taps * g.tile_m;
     const int s_extent = S(), tile_m = g.tile_m;
     const scalar* const w_any = w.data();
@@ -493,11 +487,48 @@ struct Conv2dTiledKernel {
         t, T, w_total, GridWalker(t, T, tile_m, taps), w_tile.data(),
         [&](const GridWalker& pos, bool& inside) {  // (channel, tap, filter)
           inside = o.m0 + pos.c < pb.M;
-          return inside ? &at<L>(w, o.m0 + pos.c, c0 + pos.a, pos.b / s_extent, pos.b % s_extent)
+          return inside ? w.data() + w_strides32.offset(o.m0 + pos.c, c0 + pos.a, pos.b / s_extent,
+                                                        pos.b % s_extent)
                         : w_any;
         },
         [&](const GridWalker& pos) { return (pos.a * taps + pos.b) * tile_m + pos.c; });
     scratch_copies_wait();  // the caller's barrier then publishes the staged tile
+  }
+
+  /// The input part of stage_device with index type I; element(c, h, w) points at an
+  /// input element inside the image.
+  template <class I, class Element>
+  KOKKOS_FORCEINLINE_FUNCTION void stage_input(int t, int T, const ScratchView& in_tile,
+                                               const TileOrigin& o, int c0, int cc,
+                                               const Element& element) const {
+    using U = std::make_unsigned_t<I>;
+    const int in_plane = g.in_plane(), total = cc * g.in_h * g.in_w;
+    const I H = static_cast<I>(pb.H), W = static_cast<I>(pb.W);
+    const I h0 = static_cast<I>(o.h0), w0 = static_cast<I>(o.w0);
+    const scalar* const x_any = x.data();  // a valid source for zero-filled cells
+    // One unsigned comparison per coordinate: negative ones wrap above the extent.
+    auto in_image = [&](I h, I w) { return U(h) < U(H) && U(w) < U(W); };
+    if constexpr (L == Layout::NCHW) {
+      // (channel, row, column)
+      copy_to_scratch(
+          t, T, total, GridWalker(t, T, g.in_w, g.in_h), in_tile.data(),
+          [&](const GridWalker& pos, bool& inside) {
+            const I h = h0 + pos.b, w = w0 + pos.c;
+            inside = in_image(h, w);
+            return inside ? element(c0 + pos.a, h, w) : x_any;
+          },
+          [&](const GridWalker& pos) { return pos.a * in_plane + pos.b * g.in_pitch + pos.c; });
+    } else {
+      // (row, column, channel)
+      copy_to_scratch(
+          t, T, total, GridWalker(t, T, cc, g.in_w), in_tile.data(),
+          [&](const GridWalker& pos, bool& inside) {
+            const I h = h0 + pos.a, w = w0 + pos.b;
+            inside = in_image(h, w);
+            return inside ? element(c0 + pos.c, h, w) : x_any;
+          },
+          [&](const GridWalker& pos) { return pos.c * in_plane + pos.a * g.in_pitch + pos.b; });
+    }
   }
 
   /// dst[offset(pos)] = *source(pos, inside), or 0 where !inside (source then returns
@@ -1097,8 +1128,15 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
   Policy policy(space, static_cast<int>(league), g.team_size);
   policy.set_scratch_size(0, Kokkos::PerTeam(scratch));
   if (host_conv_tile > 0) policy.set_scratch_size(1, Kokkos::PerTeam(host_conv_tile));
-  Kokkos::parallel_for(Pooled ? "kcnn::conv2d::tiled_pool" : "kcnn::conv2d::tiled", policy,
-                       Kernel{x, w, bias, y, pb, g});
+  Kernel kernel{x, w, bias, y, pb, g};
+  if constexpr (!on_host) {
+    throw_if(!offsets_fit_int(w), "kcnn::conv2d_forward", "ConvAlgo::Tiled: ", w.span(),
+             " filter elements exceed 32-bit offsets; use another algorithm");
+    kernel.w_strides32 = logical_strides32<L>(w);
+    kernel.x_offsets_fit_int = offsets_fit_int(x);
+    if (kernel.x_offsets_fit_int) kernel.x_strides32 = logical_strides32<L>(x);
+  }
+  Kokkos::parallel_for(Pooled ? "kcnn::conv2d::tiled_pool" : "kcnn::conv2d::tiled", policy, kernel);
 }
 
 /// Picks the compile-time filter extents. GPUs, float: 1, 3, 5, 7 unroll fully (square

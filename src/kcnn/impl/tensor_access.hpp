@@ -6,7 +6,9 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "../types.hpp"
 
@@ -50,6 +52,30 @@ LogicalStrides logical_strides(const View& v) {
   } else {
     return {s(0), s(3), s(1), s(2)};
   }
+}
+
+/// LogicalStrides in 32 bits, for tensors whose every element offset fits int (see
+/// offsets_fit_int): a GPU then forms an offset with one 32-bit multiply-add per index
+/// instead of a chain of 64-bit multiplies.
+struct LogicalStrides32 {
+  int n = 0, c = 0, h = 0, w = 0;
+  KOKKOS_INLINE_FUNCTION int offset(int in, int ic, int ih, int iw) const {
+    return in * n + ic * c + ih * h + iw * w;
+  }
+};
+
+/// Whether every element offset of `v` fits int.
+template <class View>
+bool offsets_fit_int(const View& v) {
+  return v.span() <= static_cast<std::size_t>(std::numeric_limits<int>::max());
+}
+
+/// The 32-bit strides of `v`; only for Views with offsets_fit_int(v).
+template <Layout L, class View>
+LogicalStrides32 logical_strides32(const View& v) {
+  const LogicalStrides s = logical_strides<L>(v);
+  return {static_cast<int>(s.n), static_cast<int>(s.c), static_cast<int>(s.h),
+          static_cast<int>(s.w)};
 }
 
 }  // namespace kcnn::Impl
