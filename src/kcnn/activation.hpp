@@ -11,7 +11,7 @@
 #include <type_traits>
 
 #include "impl/activation_kernels.hpp"
-#include "impl/pool_epilogue.hpp"  // with_activation
+#include "impl/epilogue.hpp"  // with_activation
 #include "impl/problem.hpp"
 #include "impl/profiling.hpp"
 #include "impl/view_checks.hpp"

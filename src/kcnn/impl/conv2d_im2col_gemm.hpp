@@ -122,27 +122,6 @@ void with_blas_stream(const ExecSpace& space, F&& f) {
   f();
 }
 
-/// Calls f(std::integral_constant<Activation, a>) so kernels see the activation at
-/// compile time (no per-element switch).
-template <class F>
-void dispatch_activation(Activation a, F&& f) {
-  using A = Activation;
-  switch (a) {
-    case A::Identity:
-      f(std::integral_constant<A, A::Identity>());
-      return;
-    case A::ReLU:
-      f(std::integral_constant<A, A::ReLU>());
-      return;
-    case A::Sigmoid:
-      f(std::integral_constant<A, A::Sigmoid>());
-      return;
-    case A::Tanh:
-      f(std::integral_constant<A, A::Tanh>());
-      return;
-  }
-}
-
 // ---------------------------------------------------------------------------------
 // Plan: formulation and chunk size
 // ---------------------------------------------------------------------------------
@@ -431,7 +410,7 @@ void with_epilogue_host_job(const EpilogueArgs<T>& a, F&& f) {
 template <class ExecSpace, class T>
 void epilogue_launch(const ExecSpace& space, const EpilogueArgs<T>& a, Activation activation,
                      KernelVariant variant) {
-  dispatch_activation(activation, [&](auto act) {
+  with_activation(activation, [&](auto act) {
     constexpr Activation A = decltype(act)::value;
     if constexpr (runs_on_host_v<ExecSpace>) {
       if (variant == KernelVariant::Auto) {
@@ -564,7 +543,7 @@ struct Im2colGemmChunks {
     if (!plan.epilogue) return;
     if constexpr (runs_on_host_v<ExecSpace>) {
       if (serial) {
-        dispatch_activation(activation, [&](auto act) {
+        with_activation(activation, [&](auto act) {
           with_epilogue_host_job<decltype(act)::value>(e,
                                                        [](const auto& job) { job.run_serial(); });
         });

@@ -779,6 +779,14 @@ struct Conv2dTiledKernel {
   KOKKOS_FORCEINLINE_FUNCTION void store_conv_tile_device(const scalar (&acc)[BM][BH][BW],
                                                           const TileOrigin& o, int t,
                                                           scalar* conv_tile) const {
+    with_activation(pb.activation, [&](auto act) {
+      store_conv_tile_device_as<decltype(act)::value>(acc, o, t, conv_tile);
+    });
+  }
+  template <Activation Act>
+  KOKKOS_FORCEINLINE_FUNCTION void store_conv_tile_device_as(const scalar (&acc)[BM][BH][BW],
+                                                             const TileOrigin& o, int t,
+                                                             scalar* conv_tile) const {
     int m_first, p_first, q_first;
     micro_origin(o, t, m_first, p_first, q_first);
     scalar* dst = conv_tile + conv_tile_offset(o, m_first, p_first, q_first);
@@ -791,7 +799,7 @@ struct Conv2dTiledKernel {
       for (int bh = 0; bh < BH; ++bh)
         KCNN_DEVICE_UNROLL
       for (int bw = 0; bw < BW; ++bw)
-        dst[bm * plane + bh * g.tile_q + bw] = apply_activation(pb.activation, acc[bm][bh][bw] + b);
+        dst[bm * plane + bh * g.tile_q + bw] = apply_activation(Act, acc[bm][bh][bw] + b);
     }
   }
 
@@ -801,13 +809,16 @@ struct Conv2dTiledKernel {
   KOKKOS_FORCEINLINE_FUNCTION void store_pooled_2x2_device(const scalar (&acc)[BM][BH][BW],
                                                            const TileOrigin& o, int t) const {
     static_assert(BH % 2 == 0 && BW % 2 == 0, "2x2 windows inside the micro-tile");
-    if (pb.pool.mode == PoolMode::Max) {
-      store_pooled_2x2_device<PoolMode::Max>(acc, o, t);
-    } else {
-      store_pooled_2x2_device<PoolMode::Average>(acc, o, t);
-    }
+    with_activation(pb.activation, [&](auto act) {
+      constexpr Activation Act = decltype(act)::value;
+      if (pb.pool.mode == PoolMode::Max) {
+        store_pooled_2x2_device<PoolMode::Max, Act>(acc, o, t);
+      } else {
+        store_pooled_2x2_device<PoolMode::Average, Act>(acc, o, t);
+      }
+    });
   }
-  template <PoolMode Mode>
+  template <PoolMode Mode, Activation Act>
   KOKKOS_FORCEINLINE_FUNCTION void store_pooled_2x2_device(const scalar (&acc)[BM][BH][BW],
                                                            const TileOrigin& o, int t) const {
     using Op = PoolReduce<Mode, scalar>;
@@ -831,10 +842,19 @@ struct Conv2dTiledKernel {
         for (int dh = 0; dh < 2; ++dh)
           KCNN_DEVICE_UNROLL
         for (int dw = 0; dw < 2; ++dw)
-          v = Op::add(v, apply_activation(pb.activation, acc[bm][2 * ph + dh][2 * pw + dw] + b));
-        pooled[bm][ph][pw] = pool_output(pb.pool.activation, Op::finish(v, 4));
+          v = Op::add(v, apply_activation(Act, acc[bm][2 * ph + dh][2 * pw + dw] + b));
+        pooled[bm][ph][pw] = Op::finish(v, 4);
       }
     }
+    with_activation(pb.pool.activation, [&](auto pool_act) {
+      KCNN_DEVICE_UNROLL
+      for (int bm = 0; bm < BM; ++bm)
+        KCNN_DEVICE_UNROLL
+      for (int ph = 0; ph < PH; ++ph)
+        KCNN_DEVICE_UNROLL
+      for (int pw = 0; pw < PW; ++pw)
+        pooled[bm][ph][pw] = pool_output(decltype(pool_act)::value, pooled[bm][ph][pw]);
+    });
     const auto run_stride = static_cast<std::int64_t>(y.stride(3));  // q (NCHW) or m (NHWC)
     if constexpr (L == Layout::NCHW) {
       KCNN_DEVICE_UNROLL
@@ -1014,6 +1034,12 @@ struct Conv2dTiledKernel {
   /// stores runs of BW columns, NHWC runs of BM channels (store_run): y's last index.
   KOKKOS_FORCEINLINE_FUNCTION void store_device(const scalar (&acc)[BM][BH][BW],
                                                 const TileOrigin& o, int t) const {
+    with_activation(pb.activation,
+                    [&](auto act) { store_device_as<decltype(act)::value>(acc, o, t); });
+  }
+  template <Activation Act>
+  KOKKOS_FORCEINLINE_FUNCTION void store_device_as(const scalar (&acc)[BM][BH][BW],
+                                                   const TileOrigin& o, int t) const {
     int m_first, p_first, q_first;
     micro_origin(o, t, m_first, p_first, q_first);
     const auto run_stride = static_cast<std::int64_t>(y.stride(3));  // q (NCHW) or m (NHWC)
@@ -1030,7 +1056,7 @@ struct Conv2dTiledKernel {
           scalar out[BW];
           KCNN_DEVICE_UNROLL
           for (int bw = 0; bw < BW; ++bw)
-            out[bw] = apply_activation(pb.activation, acc[bm][bh][bw] + b);
+            out[bw] = apply_activation(Act, acc[bm][bh][bw] + b);
           if (m_ok && p < pb.P && q_valid > 0)
             store_run<BW>(&at<L>(y, o.n, m, p, q_first), run_stride, out, q_valid);
         }
@@ -1050,7 +1076,7 @@ struct Conv2dTiledKernel {
           scalar out[BM];
           KCNN_DEVICE_UNROLL
           for (int bm = 0; bm < BM; ++bm)
-            out[bm] = apply_activation(pb.activation, acc[bm][bh][bw] + b[bm]);
+            out[bm] = apply_activation(Act, acc[bm][bh][bw] + b[bm]);
           if (p < pb.P && q < pb.Q && m_valid > 0)
             store_run<BM>(&at<L>(y, o.n, m_first, p, q), run_stride, out, m_valid);
         }

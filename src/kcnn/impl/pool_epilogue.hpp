@@ -159,24 +159,4 @@ decltype(auto) with_pool_mode(PoolMode mode, F&& f) {
   return f(std::integral_constant<PoolMode, PoolMode::Average>{});
 }
 
-/// Calls f(std::integral_constant<Activation, a>{}): a host loop calling
-/// apply_activation(decltype(tag)::value, v) then has no switch inside and vectorizes.
-template <class F>
-void with_activation(Activation a, F&& f) {
-  switch (a) {
-    case Activation::ReLU:
-      f(std::integral_constant<Activation, Activation::ReLU>{});
-      return;
-    case Activation::Sigmoid:
-      f(std::integral_constant<Activation, Activation::Sigmoid>{});
-      return;
-    case Activation::Tanh:
-      f(std::integral_constant<Activation, Activation::Tanh>{});
-      return;
-    case Activation::Identity:
-      break;
-  }
-  f(std::integral_constant<Activation, Activation::Identity>{});
-}
-
 }  // namespace kcnn::Impl
