@@ -77,7 +77,7 @@ std::vector<ForwardParam> activation_params() {
 /// multiples of 4 up to 128, rows of 2; CPU: columns of 16 up to 64, rows up to 8),
 /// channel counts that leave partial channel groups (BM = 4 or 8), input channels that
 /// need several scratch stages with a partial last one, halos widened by stride,
-/// dilation and large filters, and ImplicitGemm's partial GEMM tiles.
+/// dilation and large filters, and ImplicitGemm's partial GEMM tiles and split K.
 std::vector<ForwardParam> tile_edge_params() {
   const std::vector<ConvCase> shapes = {
       {"cols63", 1, 3, 9, 65, 5, 3, 3},
@@ -107,6 +107,11 @@ std::vector<ForwardParam> tile_edge_params() {
       {"igemm_m65_k9", 2, 1, 10, 10, 65, 3, 3},
       {"igemm_m64_k17_strided", 1, 17, 21, 21, 64, 1, 1, 2, 2},
       {"igemm_m130_pad_dilation", 2, 6, 15, 13, 130, 3, 3, 1, 1, 2, 2, 2, 2},
+      // ImplicitGemm's split K on GPUs (few 128 x 128 tiles, long K): 9 slices of a
+      // 2,304-tap K with a partial channel tile; 2 uneven slices with a partial last K
+      // step, padding and output rows of odd length.
+      {"igemm_splitk_m200_k2304", 1, 256, 9, 9, 200, 3, 3},
+      {"igemm_splitk_m129_k603_pad", 3, 67, 5, 6, 129, 3, 3, 1, 1, 1, 1},
   };
   std::vector<ForwardParam> list;
   int i = 0;

@@ -44,6 +44,7 @@
 #include "tensor_access.hpp"
 #include "unroll_map.hpp"
 #include "view_checks.hpp"
+#include "workspace_cache.hpp"
 
 namespace kcnn::Impl {
 
@@ -294,13 +295,25 @@ struct ImplicitGemmOperands {
 /// parameter because the pooling epilogue as a run-time branch cost the wider tiles
 /// registers they did not have (64-120 bytes of spills; ResNet 3x3 layers 14-38% slower,
 /// H100).
-template <Layout L, class Tile, class ExecSpace, class T, bool Pooled>
+///
+/// SplitK: K is cut into slices, one per copy of the tile grid, for problems with too
+/// few output tiles to fill the GPU (ResNet's 512-channel 7x7 layer: 52 tiles of
+/// 128 x 128 for 132 multiprocessors, with K = 4,608). Each team stores its raw sums
+/// to partial[slice][m][j]; ImplicitGemmSplitKReduce then adds the slices, the bias
+/// and the activation and writes y. (A template parameter too: the other kernels keep
+/// their epilogue and registers.)
+template <Layout L, class Tile, class ExecSpace, class T, bool Pooled, bool SplitK = false>
 struct ImplicitGemmDeviceKernel {
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, TM = Tile::TM, TN = Tile::TN;
+  static_assert(!(SplitK && Pooled), "a split K has no fused pooling");
   ImplicitGemmOperands<L, T> op;
   int m_blocks;  ///< ceil(M / BM): the league walks the M blocks fastest, so the teams
                  ///< gathering the same pixels run together and share them in L2
+  // SplitK only: K steps per slice, teams per slice (the tile grid), the partial sums.
+  int steps_per_slice = 0;
+  int teams_per_slice = 0;
+  T* partial = nullptr;
 
   /// Scratch bytes per team: the double-buffered operand tiles and the tap table; with
   /// a fused pooling at least the BM x BN conv tile, which reuses them at the end.
@@ -321,9 +334,14 @@ struct ImplicitGemmDeviceKernel {
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const int t = team.team_rank();
-    const int mb = team.league_rank() % m_blocks;
+    int rank = team.league_rank(), slice = 0;
+    if constexpr (SplitK) {
+      slice = rank / teams_per_slice;
+      rank -= slice * teams_per_slice;
+    }
+    const int mb = rank % m_blocks;
     const int m0 = mb * BM;
-    const std::int64_t block = team.league_rank() / m_blocks;  // the team's column block
+    const std::int64_t block = rank / m_blocks;  // the team's column block
     const std::int64_t j0 = block * BN;
 
     // Scratch: X tiles [2][BK][x_pitch], W tiles [2][BK][w_pitch] (k-major: a thread's
@@ -393,11 +411,16 @@ struct ImplicitGemmDeviceKernel {
         wt[(e % BK) * Tile::w_pitch + e / BK] = w_next[i];
       }
     };
+    // This team's K steps: all, or (SplitK) its slice's. Steps count from its first.
+    const int all_steps = (op.K + BK - 1) / BK;
+    const int first_step = SplitK ? slice * steps_per_slice : 0;
+    const int slice_steps =
+        all_steps - first_step < steps_per_slice ? all_steps - first_step : steps_per_slice;
+    const int steps = SplitK ? slice_steps : all_steps;
     auto fill_taps = [&](int step) {  // by threads t < BK, into slot step % 2
-      if (t < BK) taps[(step % 2) * BK + t] = op.gather_tap(step * BK + t);
+      if (t < BK) taps[(step % 2) * BK + t] = op.gather_tap((first_step + step) * BK + t);
     };
 
-    const int steps = (op.K + BK - 1) / BK;
     fill_taps(0);
     if (steps > 1) fill_taps(1);
     team.team_barrier();
@@ -430,7 +453,9 @@ struct ImplicitGemmDeviceKernel {
       if (step + 1 < steps) store((step + 1) % 2);
       team.team_barrier();
     }
-    if constexpr (!Pooled) {
+    if constexpr (SplitK) {
+      store_partial(acc, slice, m0 + tm * TM, j0 + tn * TN);
+    } else if constexpr (!Pooled) {
       epilogue(acc, m0 + tm * TM, j0 + tn * TN);
     } else {
       // Fused pooling: the tile's conv outputs into scratch (the loop's last barrier has
@@ -448,6 +473,19 @@ struct ImplicitGemmDeviceKernel {
       team.team_barrier();
       op.pool_tile(x_tiles, Tile::x_pitch, BM, m0, block, BN, t, Tile::threads);
     }
+  }
+
+  /// SplitK: the raw sums to partial[slice][m][j] (rows of J, vector runs along j).
+  KOKKOS_INLINE_FUNCTION void store_partial(const T (&acc)[TM][TN], int slice, int m_first,
+                                            std::int64_t j_first) const {
+    if (m_first >= op.M || j_first >= op.J) return;
+    const int j_count = op.J - j_first < TN ? static_cast<int>(op.J - j_first) : TN;
+    KCNN_DEVICE_UNROLL
+    for (int i = 0; i < TM; ++i)
+      if (m_first + i < op.M)
+        implicit_gemm_store_run<TN>(
+            partial + (std::int64_t(slice) * op.M + m_first + i) * op.J + j_first, 1, acc[i],
+            j_count);
   }
 
   /// bias + activation, then the stores: per pixel run inside one output row (NCHW,
@@ -492,6 +530,26 @@ struct ImplicitGemmDeviceKernel {
         if (++px.p == op.map.P) px.p = 0, ++px.n;
       }
     }
+  }
+};
+
+/// The second pass of a split K: y(m, j) = act(sum of partial[s][m][j] over the slices
+/// + bias[m]), slices in order (deterministic). One thread per output, j fastest, so
+/// the partial rows are read coalesced.
+template <Layout L, class T>
+struct ImplicitGemmSplitKReduce {
+  ImplicitGemmOperands<L, T> op;
+  const T* partial;
+  int k_slices;
+
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t e) const {
+    const std::int64_t m = e / op.J, j = e - m * op.J;
+    const std::int64_t slice_elems = std::int64_t(op.M) * op.J;
+    T sum = partial[e];
+    for (int s = 1; s < k_slices; ++s)
+      sum += partial[s * slice_elems + e];
+    const T b = op.bias ? op.bias[m] : T(0);
+    op.y[op.y_offset(op.pixel(j)) + m * op.ys.c] = apply_activation(op.activation, sum + b);
   }
 };
 
@@ -745,6 +803,60 @@ void implicit_gemm_device_launch_as(const ExecSpace& space, const ImplicitGemmOp
                        Kernel{o, static_cast<int>(m_blocks)});
 }
 
+/// A split K's slices are at least this many BK steps (256 taps for BK = 8): each slice
+/// then spends far more time in its multiply loop than in its pipeline start and its
+/// partial-sum stores.
+inline constexpr int kImplicitGemmMinStepsPerSlice = 32;
+
+/// How many slices of K tile `Tile` should split into: as many copies of its tile grid
+/// as fit the GPU's team slots at once (`sms` multiprocessors x the tile's teams per
+/// multiprocessor) when the grid alone leaves more than half of them empty, with
+/// slices of at least kImplicitGemmMinStepsPerSlice steps and partial sums (slices x M x
+/// J) within the workspace limit. 1: no split.
+template <class Tile, Layout L, class T>
+int implicit_gemm_k_slices(const ImplicitGemmOperands<L, T>& o, std::int64_t sms,
+                           std::size_t workspace_limit) {
+  if (o.pooling.enabled) return 1;
+  const std::int64_t teams = implicit_gemm_teams<Tile>(o.M, o.J);
+  const std::int64_t slots = sms * Tile::min_teams_per_sm;
+  const std::int64_t steps = (std::int64_t(o.K) + Tile::BK - 1) / Tile::BK;
+  std::int64_t slices = std::min(slots / teams, steps / kImplicitGemmMinStepsPerSlice);
+  while (slices > 1 &&
+         static_cast<std::size_t>(slices) * sizeof(T) * std::size_t(o.M) * std::size_t(o.J) >
+             workspace_limit)
+    --slices;
+  return slices > 1 ? static_cast<int>(slices) : 1;
+}
+
+/// Tile `Tile` with K split into about `k_slices` slices (implicit_gemm_k_slices): the
+/// partial sums in the cached workspace, then ImplicitGemmSplitKReduce.
+template <class Tile, Layout L, class ExecSpace, class T>
+void implicit_gemm_device_launch_split(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
+                                       int k_slices) {
+  using Kernel = ImplicitGemmDeviceKernel<L, Tile, ExecSpace, T, false, true>;
+  using Policy =
+      Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<Tile::threads, Tile::min_teams_per_sm>>;
+  const int steps = (o.K + Tile::BK - 1) / Tile::BK;
+  const int steps_per_slice = (steps + k_slices - 1) / k_slices;
+  k_slices = (steps + steps_per_slice - 1) / steps_per_slice;  // none empty
+  const std::int64_t m_blocks = (o.M + Tile::BM - 1) / Tile::BM;
+  const std::int64_t teams = implicit_gemm_teams<Tile>(o.M, o.J);
+  throw_if(teams * k_slices > std::numeric_limits<int>::max(), "kcnn::conv2d_forward",
+           "internal: ImplicitGemm split K over ", teams, " tiles");
+  auto lease = WorkspaceCache<ExecSpace>::acquire(
+      space, static_cast<std::size_t>(k_slices) * sizeof(T) * std::size_t(o.M) * std::size_t(o.J));
+  T* const partial = reinterpret_cast<T*>(lease.data());
+  Policy policy(space, static_cast<int>(teams * k_slices), Tile::threads);
+  Kokkos::parallel_for(
+      "kcnn::conv2d::implicit_gemm_split_k",
+      policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes(false))),
+      Kernel{o, static_cast<int>(m_blocks), steps_per_slice, static_cast<int>(teams), partial});
+  Kokkos::parallel_for("kcnn::conv2d::implicit_gemm_split_k_reduce",
+                       Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(
+                           space, 0, std::int64_t(o.M) * o.J),
+                       ImplicitGemmSplitKReduce<L, T>{o, partial, k_slices});
+}
+
 /// Launches tile `Tile`, with the fused pooling when o.pooling.enabled (only tiles whose
 /// BM x BN conv tile fits team scratch are compiled for it; the tile choice never hands
 /// a pooling to the others).
@@ -814,7 +926,13 @@ void conv2d_implicit_gemm(const ExecSpace& space, const XView& x, const WView& w
       // The widest tile that still gives every multiprocessor two teams (concurrency()
       // counts 2048 threads per SM on the GPUs we target).
       using Tiles = ImplicitGemmDeviceTiles;
-      const std::int64_t enough = 2 * std::max<std::int64_t>(1, space.concurrency() / 2048);
+      const std::int64_t sms = std::max<std::int64_t>(1, space.concurrency() / 2048);
+      const std::int64_t enough = 2 * sms;
+      if (o.M > Tiles::LargeM::BM) {
+        // Few 128 x 128 tiles and a long K: split K rather than narrow the tiles.
+        const int slices = implicit_gemm_k_slices<Tiles::HugeM>(o, sms, pb.workspace_limit_bytes);
+        if (slices > 1) return implicit_gemm_device_launch_split<Tiles::HugeM>(space, o, slices);
+      }
       // A fused pooling's 128 x 128 conv tile would not fit the scratch limit: LargeM.
       if (o.M > Tiles::LargeM::BM && !o.pooling.enabled &&
           implicit_gemm_teams<Tiles::HugeM>(o.M, o.J) >= enough) {
