@@ -81,6 +81,12 @@ std::vector<FusedCase> fused_cases() {
   const ConvCase p3{"avg3s3_pad1_batch3", 3, 2, 11, 10, 5, 3, 3};
   const ConvCase p9{"avg9_81cells", 1, 2, 30, 26, 3, 3, 3};
   const ConvCase dl{"dilated_strided_max3s2", 2, 3, 23, 21, 7, 3, 3, 2, 2, 2, 1, 2, 2};
+  // 4x4 windows at stride 4 (GPU register pooling, a window's halves in two threads):
+  // 13 filters (a partial channel group); several row tiles of 16 column threads; 3
+  // filters with 9 column threads (pairs would cross warps: pooled through scratch).
+  const ConvCase a4{"avg4s4_m13_sigmoid", 2, 3, 35, 35, 13, 3, 3};
+  const ConvCase t4{"max4s4_rowtiles_m9", 1, 2, 102, 66, 9, 3, 3};
+  const ConvCase s4{"max4s4_m3_5x5", 2, 2, 45, 41, 3, 5, 5};
   return {
       {conv(c1, Activation::ReLU, true), pool(2, 2, 2, 2, 0, 0, PoolMode::Max)},
       {conv(c3, Activation::ReLU, true), pool(4, 4, 4, 4, 0, 0, PoolMode::Max)},
@@ -100,6 +106,10 @@ std::vector<FusedCase> fused_cases() {
        pool(3, 3, 3, 3, 1, 1, PoolMode::Average, false, Activation::Sigmoid)},
       {conv(p9, Activation::Identity, true), pool(9, 9, 9, 9, 0, 0, PoolMode::Average)},
       {conv(dl, Activation::ReLU, false), pool(3, 3, 2, 2, 1, 1, PoolMode::Max)},
+      {conv(a4, Activation::Tanh, true),
+       pool(4, 4, 4, 4, 0, 0, PoolMode::Average, true, Activation::Sigmoid)},
+      {conv(t4, Activation::ReLU, true), pool(4, 4, 4, 4, 0, 0, PoolMode::Max)},
+      {conv(s4, Activation::Identity, false), pool(4, 4, 4, 4, 0, 0, PoolMode::Max)},
   };
 }
 
@@ -116,8 +126,10 @@ std::vector<FusedParam> fused_params() {
   return list;
 }
 
-template <class T, class Space>
-void check_fused(const Space& space, const FusedCase& f, ConvAlgo algo) {
+/// Runs `run(x, w, bias, y, params)` (params with f's pooling, algo `algo`) on random
+/// inputs with y poisoned and compares y with the double conv -> pool reference.
+template <class T, class Space, class Run>
+void check_fused_with(const Space& space, const FusedCase& f, ConvAlgo algo, Run&& run) {
   SCOPED_TRACE(std::string("scalar ") + (std::is_same_v<T, float> ? "float" : "double"));
   const ConvCase& c = f.conv;
   const PoolCase pc = pool_of(f);
@@ -136,14 +148,23 @@ void check_fused(const Space& space, const FusedCase& f, ConvAlgo algo) {
   auto params = c.params();
   params.algo = algo;
   params.pool = pc.params();
-  if (c.bias) {
-    kcnn::conv2d_forward(space, x, w, bias, y, params);
-  } else {
-    kcnn::conv2d_forward(space, x, w, y, params);
-  }
+  run(x, w, bias, y, params);
   space.fence();
   const double err = relative_error(to_host(y), want);
   EXPECT_LE(err, tolerance<T>()) << "relative error " << err;
+}
+
+template <class T, class Space>
+void check_fused(const Space& space, const FusedCase& f, ConvAlgo algo) {
+  check_fused_with<T>(space, f, algo,
+                      [&](const auto& x, const auto& w, const auto& bias, const auto& y,
+                          const kcnn::Conv2dParams& params) {
+                        if (f.conv.bias) {
+                          kcnn::conv2d_forward(space, x, w, bias, y, params);
+                        } else {
+                          kcnn::conv2d_forward(space, x, w, y, params);
+                        }
+                      });
 }
 
 class Conv2dPool : public ::testing::TestWithParam<FusedParam> {};
@@ -158,6 +179,35 @@ TEST_P(Conv2dPool, MatchesConvThenPoolReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dPool, ::testing::ValuesIn(fused_params()), param_name);
+
+/// The fused 2x2 pooling in Tiled's GPU kernels with several row tiles per team
+/// (Conv2dTiledKernel::kMultiTile): LeNet C1's shape, 5 row tiles of 8 pooled rows, in
+/// groups of 2, 3 and all 5, max and average, both layouts.
+TEST(Conv2dPoolTiledRowGroups, MatchesConvThenPoolReference) {
+  // (A generic lambda, so that host builds do not instantiate the GPU-only branch.)
+  [](auto space) {
+    using Space = decltype(space);
+    if constexpr (std::is_same_v<typename Space::memory_space, Kokkos::HostSpace>) {
+      GTEST_SKIP() << "row groups are a GPU variant of the Tiled kernels";
+    } else {
+      for (Layout layout : {Layout::NCHW, Layout::NHWC})
+        for (PoolMode mode : {PoolMode::Max, PoolMode::Average})
+          for (int per_team : {2, 3, 100}) {
+            FusedCase f{conv({"c1_row_groups_pool", 2, 1, 86, 86, 4, 7, 7}, Activation::ReLU, true),
+                        pool(2, 2, 2, 2, 0, 0, mode)};
+            f.conv.layout = f.pool.layout = layout;
+            SCOPED_TRACE(std::string(kcnn::to_string(layout)) + ", row tiles per team " +
+                         std::to_string(per_team));
+            check_fused_with<float>(Space(), f, ConvAlgo::Tiled,
+                                    [&](const auto& x, const auto& w, const auto& bias,
+                                        const auto& y, const kcnn::Conv2dParams& params) {
+                                      run_tiled_row_groups<kcnn::Impl::TiledPooling::Registers2x2>(
+                                          Space(), x, w, bias, y, params, per_team);
+                                    });
+          }
+    }
+  }(Kokkos::DefaultExecutionSpace());
+}
 
 // ---------------------------------------------------------------------------------------
 // Errors of the fused form

@@ -308,6 +308,29 @@ inline double relative_error(const std::vector<double>& got, const std::vector<d
   return max_ref > 0 ? max_diff / max_ref : max_diff;
 }
 
+/// Tiled's 7x7 unit-stride GPU kernel with the 4-filter micro-tile and pooling variant
+/// `Pooling`, launched with `per_team` row tiles per team (Impl::TiledTuning; the
+/// automatic choice groups tiles only for leagues of thousands of teams).
+template <kcnn::Impl::TiledPooling Pooling, class Space, class X, class W, class B, class Y>
+void run_tiled_row_groups(const Space& space, const X& x, const W& w, const B& bias, const Y& y,
+                          const kcnn::Conv2dParams& params, int per_team) {
+  namespace I = kcnn::Impl;
+  const auto pb = I::make_conv2d_problem("test", x, w, bias, y, params);
+  I::TiledTuning tuning;
+  tuning.force_tiles_per_team = per_team;
+  auto launch = [&](auto layout) {
+    constexpr kcnn::Layout L = decltype(layout)::value;
+    I::conv2d_tiled_launch<L, 7, 7, true, Pooling, typename I::TiledMicroTiles<Space>::SmallM>(
+        space, I::as_kernel_view<Space, false>(x), I::as_kernel_view<Space, false>(w),
+        I::as_kernel_view<Space, false>(bias), I::as_kernel_view<Space, true>(y), pb, tuning);
+  };
+  if (params.layout == kcnn::Layout::NCHW) {
+    launch(std::integral_constant<kcnn::Layout, kcnn::Layout::NCHW>{});
+  } else {
+    launch(std::integral_constant<kcnn::Layout, kcnn::Layout::NHWC>{});
+  }
+}
+
 /// The execution spaces the tests run on in this build: the default execution space,
 /// plus Serial in host builds whose default is a parallel host backend.
 enum class Backend { Default, Serial };

@@ -28,9 +28,11 @@ KOKKOS_FORCEINLINE_FUNCTION void scratch_copy_async(T* dst, const T* src, bool v
   static_assert(sizeof(T) == 4 || sizeof(T) == 8, "cp.async copies 4, 8 or 16 bytes");
   const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
   const int src_bytes = valid ? static_cast<int>(sizeof(T)) : 0;  // the rest is zero-filled
+  // No "memory" clobber: the copy's destination is only read after
+  // scratch_copies_wait() (which has one) and a team barrier. With the clobber the
+  // compiler reloaded every kernel parameter from constant memory after each copy.
   asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(shared), "l"(src),
-               "n"(static_cast<int>(sizeof(T))), "r"(src_bytes)
-               : "memory");
+               "n"(static_cast<int>(sizeof(T))), "r"(src_bytes));
 #else
   *dst = valid ? *src : T(0);
 #endif

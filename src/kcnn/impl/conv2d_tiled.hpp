@@ -87,11 +87,14 @@ struct TiledGeometry {
   /// pool padding and holds every conv output its pooled outputs' windows read;
   /// tiles_p and tiles_q count pooled tiles.
   int pool_p = 0, pool_q = 0;
+  /// GPUs: row tiles one team computes one after the other (see Conv2dTiledKernel::
+  /// kMultiTile), and the number of such groups per column of tiles.
+  int tiles_per_team = 1, row_groups = 1;
   KOKKOS_INLINE_FUNCTION int logical_threads() const { return threads_m * threads_p * threads_q; }
   KOKKOS_INLINE_FUNCTION int in_plane() const { return in_h * in_pitch; }
   /// Elements of the fused pooling's conv tile: [tile_m][tile_p][tile_q].
   KOKKOS_INLINE_FUNCTION int conv_tile_elems() const { return tile_m * tile_p * tile_q; }
-  std::int64_t league_size(std::int64_t N) const { return N * tiles_m * tiles_p * tiles_q; }
+  std::int64_t league_size(std::int64_t N) const { return N * tiles_m * row_groups * tiles_q; }
 };
 
 inline int ceil_div(std::int64_t a, std::int64_t b) {
@@ -222,6 +225,7 @@ TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host, std::si
     g.tiles_p = ceil_div(pb.P_pooled, g.pool_p);
     g.tiles_q = ceil_div(pb.Q_pooled, g.pool_q);
   }
+  g.row_groups = g.tiles_p;
   g.in_h = static_cast<int>((g.tile_p - 1) * pb.stride_h + (pb.R - 1) * pb.dilation_h + 1);
   g.in_w = static_cast<int>((g.tile_q - 1) * pb.stride_w + (pb.S - 1) * pb.dilation_w + 1);
   g.in_pitch = pad_rows ? static_cast<int>(round_up(g.in_w, kScratchRowAlign)) : g.in_w;
@@ -258,6 +262,52 @@ struct GridWalker {
   }
 };
 
+/// A GridWalker over a grid that also lies linearly in two tensors: the position
+/// (a, b, c) sits at src = base + a * src_a + b * src_b + c * src_c of a source and at
+/// dst = a * dst_a + b * dst_b + c * dst_c of a destination. Both offsets move with the
+/// walker's carries (a constant per step, plus one correction per carry), where
+/// recomputing them from the coordinates took two chains of multiply-adds per element:
+/// most of the 43 instructions per element that LeNet C1's staging loop executed
+/// (Nsight Compute, H100). Offset: an unsigned type, so that positions outside the
+/// source (padding cells, never read) wrap instead of overflowing.
+template <class Offset>
+struct LinearGridWalker {
+  GridWalker pos;
+  Offset src;
+  int dst;
+  Offset src_step, src_carry_c, src_carry_b;  ///< per step; when c wraps; when b wraps
+  int dst_step, dst_carry_c, dst_carry_b;
+
+  /// strides: {a, b, c} of the source (src_strides) and of the destination.
+  KOKKOS_INLINE_FUNCTION LinearGridWalker(int start, int step, int C, int B, Offset src_base,
+                                          const Offset (&src_strides)[3],
+                                          const int (&dst_strides)[3])
+      : pos(start, step, C, B) {
+    src = src_base + Offset(pos.a) * src_strides[0] + Offset(pos.b) * src_strides[1] +
+          Offset(pos.c) * src_strides[2];
+    src_step = Offset(pos.step_a) * src_strides[0] + Offset(pos.step_b) * src_strides[1] +
+               Offset(pos.step_c) * src_strides[2];
+    src_carry_c = src_strides[1] - Offset(C) * src_strides[2];
+    src_carry_b = src_strides[0] - Offset(B) * src_strides[1];
+    dst = pos.a * dst_strides[0] + pos.b * dst_strides[1] + pos.c * dst_strides[2];
+    dst_step =
+        pos.step_a * dst_strides[0] + pos.step_b * dst_strides[1] + pos.step_c * dst_strides[2];
+    dst_carry_c = dst_strides[1] - C * dst_strides[2];
+    dst_carry_b = dst_strides[0] - B * dst_strides[1];
+  }
+  KOKKOS_INLINE_FUNCTION void advance() {
+    pos.c += pos.step_c;
+    const bool carry_c = pos.c >= pos.C;
+    if (carry_c) pos.c -= pos.C;
+    pos.b += pos.step_b + (carry_c ? 1 : 0);
+    const bool carry_b = pos.b >= pos.B;
+    if (carry_b) pos.b -= pos.B;
+    pos.a += pos.step_a + (carry_b ? 1 : 0);
+    src += src_step + (carry_c ? src_carry_c : Offset(0)) + (carry_b ? src_carry_b : Offset(0));
+    dst += dst_step + (carry_c ? dst_carry_c : 0) + (carry_b ? dst_carry_b : 0);
+  }
+};
+
 /// How a Tiled kernel applies a fused pooling (Conv2dParams::pool).
 enum class TiledPooling {
   None,     ///< no pooling: the conv outputs go to y
@@ -268,7 +318,52 @@ enum class TiledPooling {
   /// scratch round trip with its generic window loops cost LeNet C1 48% more
   /// instructions than the unpooled kernel (Nsight Compute, H100).
   Registers2x2,
+  /// GPUs, 4x4 windows at stride 4 without padding (LeNet's C3): as Registers2x2 where
+  /// the micro-tile holds whole windows (BH = 4); with BH = 2 a window's other half is in
+  /// the registers of the thread one row below (t + threads_q, same warp: see
+  /// tiled_pool_pairs_share_warps) and comes over with a warp shuffle. Through scratch
+  /// the pooling phase was 9% of LeNet C3's fused kernel's instructions (Nsight Compute).
+  Registers4x4,
 };
+
+/// The pooling window of the register paths (0: not a register path).
+KOKKOS_INLINE_FUNCTION constexpr int tiled_register_window(TiledPooling p) {
+  return p == TiledPooling::Registers2x2 ? 2 : p == TiledPooling::Registers4x4 ? 4 : 0;
+}
+
+/// Value `v` of the lane `delta` lanes above in the warp (every lane of a full warp
+/// calls it). Only the CUDA kernels use it (conv2d_tiled_filter_dispatch).
+template <class T>
+KOKKOS_FORCEINLINE_FUNCTION T warp_shuffle_down(T v, int delta) {
+#if defined(__CUDA_ARCH__)
+  return __shfl_down_sync(0xffffffffu, v, delta);
+#else
+  (void)delta;
+  return v;
+#endif
+}
+
+/// Launch choices of ConvAlgo::Tiled that tests steer (Impl::conv2d_tiled's last
+/// argument).
+struct TiledTuning {
+  /// GPU kernels that may take several row tiles per team (kMultiTile), with the input
+  /// in one channel chunk: as many as keep at least this many teams per multiprocessor
+  /// (several waves of the 3-5 teams a multiprocessor holds at once, so that the last
+  /// wave's imbalance stays small).
+  std::int64_t min_teams_per_sm = 16;
+  /// If > 0: this many row tiles per team (at most the image's), whatever the league.
+  int force_tiles_per_team = 0;
+};
+
+/// Whether every thread of an even row of threads (t / threads_q even) finds the thread
+/// below it, t + threads_q, in its own warp, and all warps are full: the condition of
+/// TiledPooling::Registers4x4 with two rows per micro-tile.
+inline bool tiled_pool_pairs_share_warps(const TiledGeometry& g) {
+  if (g.team_size % 32 != 0 || g.threads_p % 2 != 0) return false;
+  for (int t = 0; t < g.team_size; ++t)
+    if ((t / g.threads_q) % 2 == 0 && t % 32 + g.threads_q >= 32) return false;
+  return true;
+}
 
 /// The kernel. KR/KS: compile-time filter extents (0: runtime). Unit: stride and
 /// dilation are 1 (scratch offsets become compile-time constants). Pooling: how the
@@ -295,6 +390,8 @@ struct Conv2dTiledKernel {
   /// GPU staging: 32-bit element offsets (set by the launch; x's only where they fit).
   bool x_offsets_fit_int = false;
   LogicalStrides32 x_strides32{}, w_strides32{};
+  LogicalStrides x_strides{};  ///< x's 64-bit strides, for inputs beyond 32-bit offsets
+  bool w_taps_linear = false;  ///< tap (r, s) of the filters at (r * S + s) * w_strides32.w
 
   /// Where a team's tile starts: image, first output channel/row/column, and the
   /// input coordinate its halo tile starts at (may be negative: padding).
@@ -305,19 +402,26 @@ struct Conv2dTiledKernel {
     int pp0 = 0, pq0 = 0;  ///< fused pooling: first pooled output
   };
 
-  /// The tile of team `league_rank`: (image, channel tile, row tile, column tile),
-  /// columns fastest. With a fused pooling the row and column tiles are pooled ones and
-  /// the conv tile starts where their first window does.
-  /// (The league size fits int, see conv2d_tiled_launch: 32-bit divisions, where 64-bit
-  /// ones are emulated on GPUs with dozens of instructions each.)
-  KOKKOS_INLINE_FUNCTION TileOrigin tile_origin(int league_rank) const {
+  /// The tile of team `league_rank` (its first, with several row tiles per team):
+  /// (image, channel tile, row tile, column tile), columns fastest. With a fused pooling the row
+  /// and column tiles are pooled ones and the conv tile starts where their first window does. (The
+  /// league size fits int, see conv2d_tiled_launch: 32-bit divisions, where 64-bit ones are
+  /// emulated on GPUs with dozens of instructions each.)
+  struct TileIndex {
+    int n, tm, tp, tq;  ///< image, channel tile, (first) row tile, column tile
+  };
+  KOKKOS_INLINE_FUNCTION TileIndex tile_index(int league_rank) const {
     int rest = league_rank;
     const int tq = rest % g.tiles_q;
     rest /= g.tiles_q;
-    const int tp = rest % g.tiles_p;
-    rest /= g.tiles_p;
+    const int tp = (rest % g.row_groups) * g.tiles_per_team;
+    rest /= g.row_groups;
     const int tm = rest % g.tiles_m;
-    TileOrigin o{rest / g.tiles_m, tm * g.tile_m, tp * g.tile_p, tq * g.tile_q, 0, 0};
+    return {rest / g.tiles_m, tm, tp, tq};
+  }
+  KOKKOS_INLINE_FUNCTION TileOrigin tile_origin(const TileIndex& i) const {
+    const int tm = i.tm, tp = i.tp, tq = i.tq;
+    TileOrigin o{i.n, tm * g.tile_m, tp * g.tile_p, tq * g.tile_q, 0, 0};
     if constexpr (Pooled) {
       o.pp0 = tp * g.pool_p;
       o.pq0 = tq * g.pool_q;
@@ -354,8 +458,17 @@ struct Conv2dTiledKernel {
   KOKKOS_INLINE_FUNCTION int dil_h() const { return Unit ? 1 : pb.dilation_h; }
   KOKKOS_INLINE_FUNCTION int dil_w() const { return Unit ? 1 : pb.dilation_w; }
 
+  /// GPU kernels with 32-accumulator micro-tiles may take several row tiles per team
+  /// (TiledGeometry::tiles_per_team, set at launch when the input is staged in one
+  /// channel chunk and teams stay plentiful): the filters are staged once, and the team's
+  /// setup and index arithmetic are paid once per group of tiles. In LeNet C1's kernels
+  /// (one input channel) those were about a fifth of the instructions (Nsight Compute,
+  /// H100). Not for the scratch pooling, whose conv tile overwrites the staged filters.
+  static constexpr bool kMultiTile =
+      !on_host && BM * BH * BW <= 32 && Pooling != TiledPooling::Scratch;
+
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
-    const TileOrigin o = tile_origin(team.league_rank());
+    const TileIndex first_tile = tile_index(team.league_rank());
 
     // One scratch block: the halo tile, then (16-byte aligned) the weights. On GPUs a
     // fused pooling's conv tile reuses the block once the last chunk has been read.
@@ -373,32 +486,45 @@ struct Conv2dTiledKernel {
       // across all channel chunks and is stored once. (The host path below is not even
       // compiled for the device: its loops would push the micro-tile to local memory.)
       const int t = team.team_rank();
-      scalar acc[BM][BH][BW];
-      zero(acc);
-      for (int c0 = 0; c0 < C; c0 += g.c_chunk) {
-        const int cc = C - c0 < g.c_chunk ? C - c0 : g.c_chunk;
-        if (c0 > 0) team.team_barrier();  // all reads of the previous chunk are done
-        stage(team, in_tile, w_tile, o, c0, cc);
-        team.team_barrier();
-        if (t < logical) {
-          if constexpr (vector_loads) {
-            accumulate_vec(acc, in_tile, w_tile, t, cc);
-          } else {
-            accumulate(acc, in_tile, w_tile, t, cc);
+      int tiles = 1;
+      if constexpr (kMultiTile) {
+        tiles = g.tiles_p - first_tile.tp < g.tiles_per_team ? g.tiles_p - first_tile.tp
+                                                             : g.tiles_per_team;
+      }
+      for (int k = 0; k < tiles; ++k) {
+        TileIndex index = first_tile;
+        index.tp += k;
+        const TileOrigin o = tile_origin(index);
+        scalar acc[BM][BH][BW];
+        zero(acc);
+        for (int c0 = 0; c0 < C; c0 += g.c_chunk) {
+          const int cc = C - c0 < g.c_chunk ? C - c0 : g.c_chunk;
+          // All reads of the previous chunk (or tile) are done.
+          if (c0 > 0 || k > 0) team.team_barrier();
+          // Several tiles per team only with one chunk: the filters stay staged.
+          stage(team, in_tile, w_tile, o, c0, cc, /*with_filters=*/k == 0);
+          team.team_barrier();
+          if (t < logical) {
+            if constexpr (vector_loads) {
+              accumulate_vec(acc, in_tile, w_tile, t, cc);
+            } else {
+              accumulate(acc, in_tile, w_tile, t, cc);
+            }
           }
         }
-      }
-      if constexpr (Pooling == TiledPooling::None) {
-        if (t < logical) store_device(acc, o, t);
-      } else if constexpr (Pooling == TiledPooling::Registers2x2) {
-        if (t < logical) store_pooled_2x2_device(acc, o, t);
-      } else {
-        team.team_barrier();  // the staged operands are read: the block is the conv tile
-        if (t < logical) store_conv_tile_device(acc, o, t, block);
-        team.team_barrier();
-        pool_conv_tile(team, o, block);
+        if constexpr (Pooling == TiledPooling::None) {
+          if (t < logical) store_device(acc, o, t);
+        } else if constexpr (tiled_register_window(Pooling) > 0) {
+          if (t < logical) store_pooled_device(acc, o, t);
+        } else {
+          team.team_barrier();  // the staged operands are read: the block is the conv tile
+          if (t < logical) store_conv_tile_device(acc, o, t, block);
+          team.team_barrier();
+          pool_conv_tile(team, o, block);
+        }
       }
     } else {
+      const TileOrigin o = tile_origin(first_tile);
       // CPUs: few hardware threads walk many micro-tiles. With one chunk (the usual
       // case: the host scratch budget is sized for it) each micro-tile is computed and
       // stored once; with several, partial sums go to the outputs (y, or a fused
@@ -413,7 +539,7 @@ struct Conv2dTiledKernel {
         const int cc = C - c0 < g.c_chunk ? C - c0 : g.c_chunk;
         const bool first = c0 == 0, last = c0 + cc >= C;
         if (!first) team.team_barrier();
-        stage(team, in_tile, w_tile, o, c0, cc);
+        stage(team, in_tile, w_tile, o, c0, cc, true);
         team.team_barrier();
         for (int t = team.team_rank(); t < logical; t += team.team_size()) {
           scalar acc[BM][BH][BW];
@@ -443,14 +569,15 @@ struct Conv2dTiledKernel {
       acc[bm][bh][bw] = scalar(0);
   }
 
-  /// Stages input channels [c0, c0 + cc) of the halo tile and their filter taps.
+  /// Stages input channels [c0, c0 + cc) of the halo tile and (GPUs: with_filters)
+  /// their filter taps.
   KOKKOS_INLINE_FUNCTION void stage(const member_type& team, const ScratchView& in_tile,
-                                    const ScratchView& w_tile, const TileOrigin& o, int c0,
-                                    int cc) const {
+                                    const ScratchView& w_tile, const TileOrigin& o, int c0, int cc,
+                                    bool with_filters) const {
     if constexpr (on_host) {
       stage_host(in_tile, w_tile, o, c0, cc);
     } else {
-      stage_device(team, in_tile, w_tile, o, c0, cc);
+      stage_device(team, in_tile, w_tile, o, c0, cc, with_filters);
     }
   }
 
@@ -462,72 +589,76 @@ struct Conv2dTiledKernel {
   /// than the FMA pipe).
   KOKKOS_INLINE_FUNCTION void stage_device(const member_type& team, const ScratchView& in_tile,
                                            const ScratchView& w_tile, const TileOrigin& o, int c0,
-                                           int cc) const {
+                                           int cc, bool with_filters) const {
     const int t = team.team_rank(), T = team.team_size();
-    // 32-bit offsets where they fit (one multiply-add per index; the 64-bit chains and
-    // bounds tests were most of the staging instructions, which weigh on LeNet C1 with
-    // its 49 multiply-adds per output).
+    // 32-bit offsets where they fit (the 64-bit chains and bounds tests were most of the
+    // staging instructions, which weigh on LeNet C1 with its 49 multiply-adds per output).
     if (x_offsets_fit_int) {
-      const int n = static_cast<int>(o.n);
-      stage_input<int>(t, T, in_tile, o, c0, cc, [&](int c, int h, int w) {
-        return x.data() + x_strides32.offset(n, c, h, w);
-      });
+      stage_input<std::uint32_t>(t, T, in_tile, o, c0, cc, x_strides32);
     } else {
-      stage_input<std::int64_t>(
-          t, T, in_tile, o, c0, cc,
-          [&](std::int64_t c, std::int64_t h, std::int64_t w) { return &at<L>(x, o.n, c, h, w); });
+      stage_input<std::uint64_t>(t, T, in_tile, o, c0, cc, x_strides);
     }
-    // Weights, stored [c][r][s][m] so a thread's BM channels are adjacent; scratch
-    // offset = the element's index in that order. (Filters always fit 32-bit offsets,
-    // checked at launch.)
+    // Weights, stored [c][r][s][m] so a thread's BM channels are adjacent: the grid
+    // (channel, tap, filter). (Filters always fit 32-bit offsets, checked at launch.)
     const int taps = R() * S(), w_total = cc * taps * g.tile_m;
     const int s_extent = S(), tile_m = g.tile_m;
     const scalar* const w_any = w.data();
-    copy_to_scratch(
-        t, T, w_total, GridWalker(t, T, tile_m, taps), w_tile.data(),
-        [&](const GridWalker& pos, bool& inside) {  // (channel, tap, filter)
-          inside = o.m0 + pos.c < pb.M;
-          return inside ? w.data() + w_strides32.offset(o.m0 + pos.c, c0 + pos.a, pos.b / s_extent,
-                                                        pos.b % s_extent)
-                        : w_any;
-        },
-        [&](const GridWalker& pos) { return (pos.a * taps + pos.b) * tile_m + pos.c; });
+    if (!with_filters) {
+      // staged already
+    } else if (w_taps_linear) {
+      // Tap (r, s) at offset (r * S + s) * w.w: the usual OIHW / OHWI filters.
+      using U = std::uint32_t;
+      LinearGridWalker<U> it(
+          t, T, tile_m, taps, U(o.m0) * U(w_strides32.n) + U(c0) * U(w_strides32.c),
+          {U(w_strides32.c), U(w_strides32.w), U(w_strides32.n)}, {taps * tile_m, tile_m, 1});
+      for (int i = t; i < w_total; i += T, it.advance()) {
+        const bool inside = o.m0 + it.pos.c < pb.M;
+        scratch_copy_async(w_tile.data() + it.dst, inside ? w_any + it.src : w_any, inside);
+      }
+    } else {
+      copy_to_scratch(
+          t, T, w_total, GridWalker(t, T, tile_m, taps), w_tile.data(),
+          [&](const GridWalker& pos, bool& inside) {
+            inside = o.m0 + pos.c < pb.M;
+            return inside ? w.data() + w_strides32.offset(o.m0 + pos.c, c0 + pos.a,
+                                                          pos.b / s_extent, pos.b % s_extent)
+                          : w_any;
+          },
+          [&](const GridWalker& pos) { return (pos.a * taps + pos.b) * tile_m + pos.c; });
+    }
     scratch_copies_wait();  // the caller's barrier then publishes the staged tile
   }
 
-  /// The input part of stage_device with index type I; element(c, h, w) points at an
-  /// input element inside the image.
-  template <class I, class Element>
+  /// The input part of stage_device: element offsets in the unsigned type Offset, x's
+  /// logical strides `xs`. Threads stride through the halo tile in x's memory order
+  /// (NCHW: (channel, row, column); NHWC: (row, column, channel)), so a warp reads
+  /// consecutive addresses; cells outside the image are zero-filled.
+  template <class Offset, class Strides>
   KOKKOS_FORCEINLINE_FUNCTION void stage_input(int t, int T, const ScratchView& in_tile,
                                                const TileOrigin& o, int c0, int cc,
-                                               const Element& element) const {
-    using U = std::make_unsigned_t<I>;
+                                               const Strides& xs) const {
+    using U = Offset;
     const int in_plane = g.in_plane(), total = cc * g.in_h * g.in_w;
-    const I H = static_cast<I>(pb.H), W = static_cast<I>(pb.W);
-    const I h0 = static_cast<I>(o.h0), w0 = static_cast<I>(o.w0);
-    const scalar* const x_any = x.data();  // a valid source for zero-filled cells
-    // One unsigned comparison per coordinate: negative ones wrap above the extent.
-    auto in_image = [&](I h, I w) { return U(h) < U(H) && U(w) < U(W); };
+    // Image coordinates as unsigned: negative ones (padding) wrap above the extent, so
+    // one comparison per coordinate tests both ends.
+    const U H = U(pb.H), W = U(pb.W), h0 = U(o.h0), w0 = U(o.w0);
+    const U base = U(o.n) * U(xs.n) + U(c0) * U(xs.c) + h0 * U(xs.h) + w0 * U(xs.w);
+    const scalar* const x0 = x.data();  // also the (unread) source of zero-filled cells
+    scalar* const dst = in_tile.data();
     if constexpr (L == Layout::NCHW) {
-      // (channel, row, column)
-      copy_to_scratch(
-          t, T, total, GridWalker(t, T, g.in_w, g.in_h), in_tile.data(),
-          [&](const GridWalker& pos, bool& inside) {
-            const I h = h0 + pos.b, w = w0 + pos.c;
-            inside = in_image(h, w);
-            return inside ? element(c0 + pos.a, h, w) : x_any;
-          },
-          [&](const GridWalker& pos) { return pos.a * in_plane + pos.b * g.in_pitch + pos.c; });
+      LinearGridWalker<U> it(t, T, g.in_w, g.in_h, base, {U(xs.c), U(xs.h), U(xs.w)},
+                             {in_plane, g.in_pitch, 1});
+      for (int i = t; i < total; i += T, it.advance()) {
+        const bool inside = h0 + U(it.pos.b) < H && w0 + U(it.pos.c) < W;
+        scratch_copy_async(dst + it.dst, inside ? x0 + it.src : x0, inside);
+      }
     } else {
-      // (row, column, channel)
-      copy_to_scratch(
-          t, T, total, GridWalker(t, T, cc, g.in_w), in_tile.data(),
-          [&](const GridWalker& pos, bool& inside) {
-            const I h = h0 + pos.a, w = w0 + pos.b;
-            inside = in_image(h, w);
-            return inside ? element(c0 + pos.c, h, w) : x_any;
-          },
-          [&](const GridWalker& pos) { return pos.c * in_plane + pos.a * g.in_pitch + pos.b; });
+      LinearGridWalker<U> it(t, T, cc, g.in_w, base, {U(xs.h), U(xs.w), U(xs.c)},
+                             {g.in_pitch, 1, in_plane});
+      for (int i = t; i < total; i += T, it.advance()) {
+        const bool inside = h0 + U(it.pos.a) < H && w0 + U(it.pos.b) < W;
+        scratch_copy_async(dst + it.dst, inside ? x0 + it.src : x0, inside);
+      }
     }
   }
 
@@ -803,30 +934,35 @@ struct Conv2dTiledKernel {
     }
   }
 
-  /// GPU, TiledPooling::Registers2x2: bias + activation, then each 2x2 window of the
-  /// micro-tile reduced in registers (PoolReduce, the same order as pool_reduce), the
-  /// pooling's activation, and the stores (vector runs as in store_device).
-  KOKKOS_FORCEINLINE_FUNCTION void store_pooled_2x2_device(const scalar (&acc)[BM][BH][BW],
-                                                           const TileOrigin& o, int t) const {
-    static_assert(BH % 2 == 0 && BW % 2 == 0, "2x2 windows inside the micro-tile");
+  /// GPU, TiledPooling::Registers2x2 / Registers4x4: bias + activation, then each
+  /// window of the micro-tile reduced in registers (PoolReduce), the pooling's
+  /// activation, and the stores (vector runs as in store_device). Windows taller than
+  /// the micro-tile (4x4 with BH = 2) combine the halves of two vertically adjacent
+  /// threads; the upper one stores.
+  KOKKOS_FORCEINLINE_FUNCTION void store_pooled_device(const scalar (&acc)[BM][BH][BW],
+                                                       const TileOrigin& o, int t) const {
     with_activation(pb.activation, [&](auto act) {
       constexpr Activation Act = decltype(act)::value;
       if (pb.pool.mode == PoolMode::Max) {
-        store_pooled_2x2_device<PoolMode::Max, Act>(acc, o, t);
+        store_pooled_device<PoolMode::Max, Act>(acc, o, t);
       } else {
-        store_pooled_2x2_device<PoolMode::Average, Act>(acc, o, t);
+        store_pooled_device<PoolMode::Average, Act>(acc, o, t);
       }
     });
   }
   template <PoolMode Mode, Activation Act>
-  KOKKOS_FORCEINLINE_FUNCTION void store_pooled_2x2_device(const scalar (&acc)[BM][BH][BW],
-                                                           const TileOrigin& o, int t) const {
+  KOKKOS_FORCEINLINE_FUNCTION void store_pooled_device(const scalar (&acc)[BM][BH][BW],
+                                                       const TileOrigin& o, int t) const {
     using Op = PoolReduce<Mode, scalar>;
-    constexpr int PH = BH / 2, PW = BW / 2;
+    constexpr int Win = tiled_register_window(Pooling);
+    constexpr bool kPair = BH < Win;  // the window's lower half: the thread below
+    static_assert(BW % Win == 0 && (BH % Win == 0 || 2 * BH == Win),
+                  "register pooling: whole windows in the micro-tile or in a thread pair");
+    constexpr int PH = kPair ? 1 : BH / Win, PW = BW / Win, rows = kPair ? BH : Win;
     int m_first, p_first, q_first;
     micro_origin(o, t, m_first, p_first, q_first);
     // The conv tile starts on a window (no pooling padding), so these are exact.
-    const int pp_first = p_first / 2, pq_first = q_first / 2;
+    const int pp_first = p_first / Win, pq_first = q_first / Win;
     const int m_valid = static_cast<int>(pb.M - m_first);
     const int pq_valid = static_cast<int>(pb.Q_pooled - pq_first);
     scalar pooled[BM][PH][PW];
@@ -839,13 +975,16 @@ struct Conv2dTiledKernel {
       for (int pw = 0; pw < PW; ++pw) {
         scalar v = Op::init();
         KCNN_DEVICE_UNROLL
-        for (int dh = 0; dh < 2; ++dh)
+        for (int dh = 0; dh < rows; ++dh)
           KCNN_DEVICE_UNROLL
-        for (int dw = 0; dw < 2; ++dw)
-          v = Op::add(v, apply_activation(Act, acc[bm][2 * ph + dh][2 * pw + dw] + b));
-        pooled[bm][ph][pw] = Op::finish(v, 4);
+        for (int dw = 0; dw < Win; ++dw)
+          v = Op::add(v, apply_activation(Act, acc[bm][rows * ph + dh][Win * pw + dw] + b));
+        if constexpr (kPair) v = Op::add(v, warp_shuffle_down(v, g.threads_q));
+        pooled[bm][ph][pw] = Op::finish(v, Win * Win);
       }
     }
+    // Pairs: the lower thread (odd row of threads) has nothing to store.
+    if (kPair && (t / g.threads_q) % 2 != 0) return;
     with_activation(pb.pool.activation, [&](auto pool_act) {
       KCNN_DEVICE_UNROLL
       for (int bm = 0; bm < BM; ++bm)
@@ -1108,7 +1247,7 @@ struct Conv2dTiledKernel {
 template <Layout L, int KR, int KS, bool Unit, TiledPooling Pooling, class Micro, class ExecSpace,
           class XView, class WView, class BView, class YView>
 void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
-                         const YView& y, const Conv2dProblem& pb) {
+                         const YView& y, const Conv2dProblem& pb, const TiledTuning& tuning) {
   using Kernel =
       Conv2dTiledKernel<L, KR, KS, Unit, Pooling, Micro, ExecSpace, XView, WView, BView, YView>;
   using Scalar = typename Kernel::scalar;
@@ -1131,9 +1270,27 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
   const std::size_t budget = static_cast<std::size_t>(Policy::scratch_size_max(0)) - 256;
   // Rows padded to 16 bytes only for the vector loads: the scalar strided path reads
   // with fewer bank conflicts from unpadded (often odd) row pitches.
-  const TiledGeometry g = make_tiled_geometry<Micro, Scalar>(
-      pb, on_host, budget, Kernel::vector_loads, Kernel::vector_loads);
+  TiledGeometry g = make_tiled_geometry<Micro, Scalar>(pb, on_host, budget, Kernel::vector_loads,
+                                                       Kernel::vector_loads);
 
+  if constexpr (tiled_register_window(Pooling) > Micro::BH) {
+    // Windows spanning two rows of threads need each pair in one full warp; other
+    // team shapes pool through scratch.
+    if (!tiled_pool_pairs_share_warps(g)) {
+      return conv2d_tiled_launch<L, KR, KS, Unit, TiledPooling::Scratch, Micro>(space, x, w, bias,
+                                                                                y, pb, tuning);
+    }
+  }
+  if constexpr (Kernel::kMultiTile) {
+    if (g.c_chunk >= pb.C && g.tiles_p > 1) {
+      const std::int64_t sms = std::max<std::int64_t>(1, space.concurrency() / 2048);
+      const std::int64_t keep = std::max<std::int64_t>(1, tuning.min_teams_per_sm * sms);
+      const std::int64_t per_team = tuning.force_tiles_per_team > 0 ? tuning.force_tiles_per_team
+                                                                    : g.league_size(pb.N) / keep;
+      g.tiles_per_team = static_cast<int>(std::clamp<std::int64_t>(per_team, 1, g.tiles_p));
+      g.row_groups = ceil_div(g.tiles_p, g.tiles_per_team);
+    }
+  }
   const std::int64_t league = g.league_size(pb.N);
   throw_if(league > std::int64_t(0x7fffffff), "kcnn::conv2d_forward", "ConvAlgo::Tiled: ", league,
            " tiles exceed the launch limit; split the batch");
@@ -1159,6 +1316,8 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
     throw_if(!offsets_fit_int(w), "kcnn::conv2d_forward", "ConvAlgo::Tiled: ", w.span(),
              " filter elements exceed 32-bit offsets; use another algorithm");
     kernel.w_strides32 = logical_strides32<L>(w);
+    kernel.w_taps_linear = kernel.w_strides32.h == pb.S * kernel.w_strides32.w;
+    kernel.x_strides = logical_strides<L>(x);
     kernel.x_offsets_fit_int = offsets_fit_int(x);
     if (kernel.x_offsets_fit_int) kernel.x_strides32 = logical_strides32<L>(x);
   }
@@ -1172,25 +1331,43 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
 template <Layout L, bool Unit, class Micro, class ExecSpace, class XView, class WView, class BView,
           class YView>
 void conv2d_tiled_filter_dispatch(const ExecSpace& space, const XView& x, const WView& w,
-                                  const BView& bias, const YView& y, const Conv2dProblem& pb) {
+                                  const BView& bias, const YView& y, const Conv2dProblem& pb,
+                                  const TiledTuning& tuning) {
   const std::int64_t k = pb.R == pb.S ? pb.R : 0;
   constexpr bool on_host = std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
   const Pool2dParams& pool = pb.pool;
-  const bool pool_2x2 = pool.window_h == 2 && pool.window_w == 2 && pool.stride_h == 2 &&
-                        pool.stride_w == 2 && pool.pad_h == 0 && pool.pad_w == 0;
+  // Square windows at their own stride without padding: the register pooling paths.
+  const int square_window = pool.window_h == pool.window_w && pool.stride_h == pool.window_h &&
+                                    pool.stride_w == pool.window_w && pool.pad_h == 0 &&
+                                    pool.pad_w == 0
+                                ? pool.window_h
+                                : 0;
   auto go = [&](auto extent) {
     constexpr int K = decltype(extent)::value;
     if (!pb.has_pool) {
-      conv2d_tiled_launch<L, K, K, Unit, TiledPooling::None, Micro>(space, x, w, bias, y, pb);
+      conv2d_tiled_launch<L, K, K, Unit, TiledPooling::None, Micro>(space, x, w, bias, y, pb,
+                                                                    tuning);
     } else if constexpr (!on_host && Micro::BH % 2 == 0 && Micro::BW % 2 == 0) {
-      if (pool_2x2) {
+      // (4x4 windows pair threads with a warp shuffle: CUDA only.)
+      constexpr bool can_4x4 = Micro::BW % 4 == 0 && (Micro::BH % 4 == 0 || Micro::BH == 2) &&
+#if defined(KOKKOS_ENABLE_CUDA)
+                               std::is_same_v<ExecSpace, Kokkos::Cuda>;
+#else
+                               false;
+#endif
+      if (square_window == 2) {
         conv2d_tiled_launch<L, K, K, Unit, TiledPooling::Registers2x2, Micro>(space, x, w, bias, y,
-                                                                              pb);
+                                                                              pb, tuning);
+      } else if (can_4x4 && square_window == 4) {
+        conv2d_tiled_launch<L, K, K, Unit, TiledPooling::Registers4x4, Micro>(space, x, w, bias, y,
+                                                                              pb, tuning);
       } else {
-        conv2d_tiled_launch<L, K, K, Unit, TiledPooling::Scratch, Micro>(space, x, w, bias, y, pb);
+        conv2d_tiled_launch<L, K, K, Unit, TiledPooling::Scratch, Micro>(space, x, w, bias, y, pb,
+                                                                         tuning);
       }
     } else {
-      conv2d_tiled_launch<L, K, K, Unit, TiledPooling::Scratch, Micro>(space, x, w, bias, y, pb);
+      conv2d_tiled_launch<L, K, K, Unit, TiledPooling::Scratch, Micro>(space, x, w, bias, y, pb,
+                                                                       tuning);
     }
   };
   if constexpr (std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace> ||
@@ -1227,7 +1404,8 @@ void conv2d_tiled_filter_dispatch(const ExecSpace& space, const XView& x, const 
 /// Runs ConvAlgo::Tiled; `pb` has been validated against the Views.
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 void conv2d_tiled(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
-                  const YView& y, const Conv2dProblem& pb) {
+                  const YView& y, const Conv2dProblem& pb,
+                  const TiledTuning& tuning = TiledTuning{}) {
   using Tiles = TiledMicroTiles<ExecSpace>;
   const bool unit =
       pb.stride_h == 1 && pb.stride_w == 1 && pb.dilation_h == 1 && pb.dilation_w == 1;
@@ -1235,9 +1413,9 @@ void conv2d_tiled(const ExecSpace& space, const XView& x, const WView& w, const 
     constexpr Layout L = decltype(layout_tag)::value;
     constexpr bool U = decltype(unit_tag)::value;
     if (pb.M <= Tiles::SmallM::BM) {
-      conv2d_tiled_filter_dispatch<L, U, typename Tiles::SmallM>(space, x, w, bias, y, pb);
+      conv2d_tiled_filter_dispatch<L, U, typename Tiles::SmallM>(space, x, w, bias, y, pb, tuning);
     } else {
-      conv2d_tiled_filter_dispatch<L, U, typename Tiles::LargeM>(space, x, w, bias, y, pb);
+      conv2d_tiled_filter_dispatch<L, U, typename Tiles::LargeM>(space, x, w, bias, y, pb, tuning);
     }
   };
   auto with_unit = [&](auto layout_tag) {
