@@ -10,7 +10,11 @@ set -euo pipefail
 build=${1:-build/cuda}
 out=${2:-.carry}
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib" "$out/anchors"
-for exe in unit_tests/kcnn_unit_tests perf_tests/kcnn_perf examples/kcnn_quickstart examples/lenet5; do
+# (The quickstart example only with KCNN_PACK_QUICKSTART=1: each executable carries every
+# GPU kernel, and with it the folder would outgrow the 64 MiB a call may carry.)
+exes="unit_tests/kcnn_unit_tests perf_tests/kcnn_perf examples/lenet5"
+[[ ${KCNN_PACK_QUICKSTART:-0} == 1 ]] && exes+=" examples/kcnn_quickstart"
+for exe in $exes; do
   [[ -x $build/$exe ]] && cp "$build/$exe" "$out/bin/"
 done
 # Shared libraries from Debian packages (not libc, not CUDA's, which the GPU image has).
@@ -22,7 +26,12 @@ anchors=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/../shared/anchors
 [[ -d $anchors ]] && cp "$anchors"/cudnn_anchor.py "$out/anchors/"
 # The LeNet-5 example's data and weights (examples/lenet5), when this machine has them.
 data=/usr/share/datasets/fashion-mnist
-[[ -d $data ]] && mkdir -p "$out/data" && cp "$data"/*.gz "$out/data/"
+# The test set always; the training set (26 MB) only with KCNN_PACK_TRAIN=1, for
+# gpu-check.sh's `lenet5` step with KCNN_LENET5_TRAIN_EPOCHS.
+if [[ -d $data ]]; then
+  mkdir -p "$out/data" && cp "$data"/t10k-*.gz "$out/data/"
+  [[ ${KCNN_PACK_TRAIN:-0} == 1 ]] && cp "$data"/train-*.gz "$out/data/"
+fi
 weights=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/examples/lenet5/lenet5_weights.bin
 [[ -f $weights ]] && cp "$weights" "$out/"
 # The carried folder travels within 64 MiB: the executables and libraries go as one
