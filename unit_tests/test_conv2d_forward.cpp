@@ -184,29 +184,18 @@ TEST_P(Conv2dForward, MatchesDoubleReference) {
 /// and all 5, with 3 filters (a partial channel group), both layouts. (With a fused 2x2
 /// pooling: test_conv2d_pool.cpp.)
 TEST(Conv2dTiledRowGroups, MatchesDoubleReference) {
-  // (A generic lambda, so that host builds do not instantiate the GPU-only branch.)
-  [](auto space) {
-    using Space = decltype(space);
-    if constexpr (std::is_same_v<typename Space::memory_space, Kokkos::HostSpace>) {
-      GTEST_SKIP() << "row groups are a GPU variant of the Tiled kernels";
-    } else {
-      for (Layout layout : {Layout::NCHW, Layout::NHWC})
-        for (int per_team : {2, 3, 100}) {
-          ConvCase c{"c1_row_groups", 2, 1, 86, 86, 3, 7, 7};
-          c.layout = layout;
-          c.activation = Activation::ReLU;
-          c.bias = true;
-          SCOPED_TRACE(std::string(kcnn::to_string(layout)) + ", row tiles per team " +
-                       std::to_string(per_team));
-          check_forward_with<float>(Space(), c, ConvAlgo::Tiled,
-                                    [&](const auto& x, const auto& w, const auto& bias,
-                                        const auto& y, const kcnn::Conv2dParams& params) {
-                                      run_tiled_row_groups<kcnn::Impl::TiledPooling::None>(
-                                          Space(), x, w, bias, y, params, per_team);
-                                    });
-        }
-    }
-  }(Kokkos::DefaultExecutionSpace());
+  for_tiled_row_groups([](auto space, Layout layout, int per_team) {
+    ConvCase c{"c1_row_groups", 2, 1, 86, 86, 3, 7, 7};
+    c.layout = layout;
+    c.activation = Activation::ReLU;
+    c.bias = true;
+    check_forward_with<float>(space, c, ConvAlgo::Tiled,
+                              [&](const auto& x, const auto& w, const auto& bias, const auto& y,
+                                  const kcnn::Conv2dParams& params) {
+                                run_tiled_row_groups<kcnn::Impl::TiledPooling::None>(
+                                    space, x, w, bias, y, params, per_team);
+                              });
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dForward, ::testing::ValuesIn(forward_params()), param_name);

@@ -184,29 +184,19 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dPool, ::testing::ValuesIn(fused_params())
 /// (Conv2dTiledKernel::kMultiTile): LeNet C1's shape, 5 row tiles of 8 pooled rows, in
 /// groups of 2, 3 and all 5, max and average, both layouts.
 TEST(Conv2dPoolTiledRowGroups, MatchesConvThenPoolReference) {
-  // (A generic lambda, so that host builds do not instantiate the GPU-only branch.)
-  [](auto space) {
-    using Space = decltype(space);
-    if constexpr (std::is_same_v<typename Space::memory_space, Kokkos::HostSpace>) {
-      GTEST_SKIP() << "row groups are a GPU variant of the Tiled kernels";
-    } else {
-      for (Layout layout : {Layout::NCHW, Layout::NHWC})
-        for (PoolMode mode : {PoolMode::Max, PoolMode::Average})
-          for (int per_team : {2, 3, 100}) {
-            FusedCase f{conv({"c1_row_groups_pool", 2, 1, 86, 86, 4, 7, 7}, Activation::ReLU, true),
-                        pool(2, 2, 2, 2, 0, 0, mode)};
-            f.conv.layout = f.pool.layout = layout;
-            SCOPED_TRACE(std::string(kcnn::to_string(layout)) + ", row tiles per team " +
-                         std::to_string(per_team));
-            check_fused_with<float>(Space(), f, ConvAlgo::Tiled,
-                                    [&](const auto& x, const auto& w, const auto& bias,
-                                        const auto& y, const kcnn::Conv2dParams& params) {
-                                      run_tiled_row_groups<kcnn::Impl::TiledPooling::Registers2x2>(
-                                          Space(), x, w, bias, y, params, per_team);
-                                    });
-          }
+  for_tiled_row_groups([](auto space, Layout layout, int per_team) {
+    for (PoolMode mode : {PoolMode::Max, PoolMode::Average}) {
+      FusedCase f{conv({"c1_row_groups_pool", 2, 1, 86, 86, 4, 7, 7}, Activation::ReLU, true),
+                  pool(2, 2, 2, 2, 0, 0, mode)};
+      f.conv.layout = f.pool.layout = layout;
+      check_fused_with<float>(space, f, ConvAlgo::Tiled,
+                              [&](const auto& x, const auto& w, const auto& bias, const auto& y,
+                                  const kcnn::Conv2dParams& params) {
+                                run_tiled_row_groups<kcnn::Impl::TiledPooling::Registers2x2>(
+                                    space, x, w, bias, y, params, per_team);
+                              });
     }
-  }(Kokkos::DefaultExecutionSpace());
+  });
 }
 
 // ---------------------------------------------------------------------------------------

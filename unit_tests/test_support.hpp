@@ -331,6 +331,27 @@ void run_tiled_row_groups(const Space& space, const X& x, const W& w, const B& b
   }
 }
 
+/// Calls f(space, layout, per_team) for both layouts and 2, 3 and 100 (all) row tiles
+/// per team when the default execution space is a GPU; skips the test on host builds,
+/// whose Tiled kernels have no row groups. (A generic lambda, so that host builds do
+/// not instantiate f's GPU-only body.)
+template <class F>
+void for_tiled_row_groups(F&& f) {
+  [&](auto space) {
+    using Space = decltype(space);
+    if constexpr (std::is_same_v<typename Space::memory_space, Kokkos::HostSpace>) {
+      GTEST_SKIP() << "row groups are a GPU variant of the Tiled kernels";
+    } else {
+      for (kcnn::Layout layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC})
+        for (int per_team : {2, 3, 100}) {
+          SCOPED_TRACE(std::string(kcnn::to_string(layout)) + ", row tiles per team " +
+                       std::to_string(per_team));
+          f(space, layout, per_team);
+        }
+    }
+  }(Kokkos::DefaultExecutionSpace());
+}
+
 /// The execution spaces the tests run on in this build: the default execution space,
 /// plus Serial in host builds whose default is a parallel host backend.
 enum class Backend { Default, Serial };
