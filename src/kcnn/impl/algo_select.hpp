@@ -98,9 +98,14 @@ inline constexpr std::int64_t kFewFiltersDevice = 8;
 /// GPU, unit stride and dilation, not 1x1: up to this many filters Tiled leads too,
 /// since its staging went asynchronous (H100, 2026-11-22, session 5: LeNet C3, M = 16,
 /// Tiled 2.83 ms, ImplicitGemm 3.12 ms; NHWC 2.79 vs 3.82 ms). Strided, ImplicitGemm
-/// keeps the lead (C3 at stride 2: 0.887 vs 1.59 ms), and so it does from 29 filters on
-/// (5x5 taps, 3 channels, NCHW: 0.270 vs 0.282 ms).
+/// keeps the lead (C3 at stride 2: 0.887 vs 1.59 ms).
 inline constexpr std::int64_t kFewFiltersUnitStrideDevice = 16;
+/// GPU, NCHW, unit stride and dilation, not 1x1, no fused pooling: Tiled leads up to this
+/// many filters since its staging carries its offsets (H100, session 6, three runs: 64
+/// filters of 3x3 at 56x56, N = 64, Tiled 0.511-0.524 ms, ImplicitGemm 0.546-0.551 ms;
+/// 29 filters of 5x5 over 3 channels, Tiled 0.247-0.254 ms, ImplicitGemm 0.272-0.278
+/// ms). From 128 filters the GEMMs lead (128 at 28x28: Tiled 0.62 ms, Im2colGemm 0.55).
+inline constexpr std::int64_t kMidFiltersUnitStrideNchwDevice = 64;
 /// GPU, convolution with a fused pooling: Tiled pools every window shape inside its
 /// kernel, ImplicitGemm only non-overlapping windows, and with few filters Tiled's
 /// fused kernel leads (LeNet C3 + ReLU + 4x4 max at batch 10,000: Tiled 2.98 ms,
@@ -163,6 +168,13 @@ inline const auto& conv2d_algo_rules() {
                 unit_stride_and_dilation(pb) && !is_pointwise(pb);
        },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
+      {"device_unit_stride_nchw_mid_filters",
+       [](const Conv2dProblem& pb, Target t) {
+         return t == Target::Device && pb.layout == Layout::NCHW && !pb.has_pool &&
+                pb.M <= kMidFiltersUnitStrideNchwDevice && unit_stride_and_dilation(pb) &&
+                !is_pointwise(pb);
+       },
+       {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
       {"device_nhwc_direct",
        [](const Conv2dProblem& pb, Target t) {
          return t == Target::Device && pb.layout == Layout::NHWC && unit_stride_and_dilation(pb) &&
@@ -182,9 +194,8 @@ inline const auto& conv2d_algo_rules() {
                 pb.M <= kPointwiseNhwcGemmFiltersDevice;
        },
        {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
-      // Everything else on a GPU: the gathered GEMM (LeNet C3 at stride 1 and 2, 3x3
-      // layers with up to 64 filters in NCHW, 1x1 NCHW layers, AlexNet's conv1, prime,
-      // strided and dilated shapes all measured fastest with it).
+      // Everything else on a GPU: the gathered GEMM (LeNet C3 at stride 2, 1x1 NCHW
+      // layers, AlexNet's conv1, strided and dilated shapes all measured fastest with it).
       {"device_default",
        [](const Conv2dProblem&, Target t) { return t == Target::Device; },
        {A::ImplicitGemm, A::Im2colGemm, A::Tiled, A::Reference}},
