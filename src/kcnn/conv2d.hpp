@@ -137,11 +137,12 @@ void conv2d_two_pass_pool(const ExecSpace& space, ConvAlgo algo, const XView& x,
 ///
 /// ConvAlgo::Im2colGemm unrolls the input chunk by chunk into cached scratch memory
 /// within a budget (Conv2dParams::workspace_limit_bytes, else kcnn::workspace_limit();
-/// see kcnn/workspace.hpp) and multiplies with KokkosBlas::gemm (cuBLAS on CUDA, bound
-/// to `space`'s stream for the call; the host BLAS on host backends, where OpenBLAS is
-/// set to one thread while kcnn's own threads run the GEMMs concurrently, and restored
-/// afterwards). Its scratch allows one call at a time per execution-space instance:
-/// concurrent calls from several host threads on one instance take turns.
+/// see kcnn/workspace.hpp) and multiplies with KokkosBlas::gemm (cuBLAS on CUDA, on
+/// `space`'s stream; the host BLAS on host backends, where kcnn's own threads may each
+/// call the BLAS library directly on their chunk, with OpenBLAS set to one thread while
+/// they run and restored afterwards). Its scratch allows one call at a time per
+/// execution-space instance: concurrent calls from several host threads on one instance
+/// take turns.
 ///
 /// ConvAlgo::ImplicitGemm runs the GEMM view of the convolution without storing the
 /// unrolled matrix: one kernel gathers each tile of it from x while loading (no scratch

@@ -23,10 +23,9 @@
 /// gradient (backward weights) that are not stored row-major get a row-major copy in the
 /// workspace too. Every GEMM operand is an unmanaged LayoutRight rank-2 View
 /// (GemmMatrix), the type the cuBLAS/host-BLAS specializations take, and the GEMMs run
-/// on `space`'s stream (with_blas_stream). All index arithmetic outside BLAS is 64-bit.
+/// on `space`'s stream (impl/blas/gemm.hpp). All index arithmetic outside BLAS is 64-bit.
 #pragma once
 
-#include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
@@ -34,6 +33,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "blas/gemm.hpp"
 #include "conv2d_im2col_gemm.hpp"
 #include "im2col_kernels.hpp"
 #include "problem.hpp"
@@ -172,30 +172,28 @@ void conv2d_backward_data_gemm(const ExecSpace& space, const DYView& dy, const W
   const ConstMatrix W(w_matrix, M, K);
   const T one = 1, zero = 0;
 
-  with_blas_stream(space, [&] {
-    for (std::int64_t n0 = 0; n0 < pb.N; n0 += plan.images) {
-      const std::int64_t n = std::min(plan.images, pb.N - n0);
-      const T* dy_chunk = dy.data() + n0 * M * PQ;  // row-major: images are consecutive
-      if (pack_dy) {
-        row_major_copy<true>(space, "kcnn::conv2d_backward::pack_dy", dy, dy_packed, n0, n);
-        dy_chunk = dy_packed;
-      }
-      if constexpr (L == Layout::NCHW) {
-        // cols_b (K, P*Q) = W^T * dy_b (M, P*Q), image by image
-        for (std::int64_t b = 0; b < n; ++b)
-          KokkosBlas::gemm("T", "N", one, W, ConstMatrix(dy_chunk + b * M * PQ, M, PQ), zero,
-                           Matrix(cols + b * K * PQ, K, PQ));
-        col2im_launch(space, map, cols, UnrolledStorage::nchw_image_blocks(K, PQ, n0), dx.data(),
-                      logical_strides<L>(dx), n0, n);
-      } else {
-        // cols (pixels, K) = dy (pixels, M) * W (M, K)
-        KokkosBlas::gemm("N", "N", one, ConstMatrix(dy_chunk, n * PQ, M), W, zero,
-                         Matrix(cols, n * PQ, K));
-        col2im_launch(space, map, cols, UnrolledStorage::nhwc_rows(K, PQ, n0 * PQ), dx.data(),
-                      logical_strides<L>(dx), n0, n);
-      }
+  for (std::int64_t n0 = 0; n0 < pb.N; n0 += plan.images) {
+    const std::int64_t n = std::min(plan.images, pb.N - n0);
+    const T* dy_chunk = dy.data() + n0 * M * PQ;  // row-major: images are consecutive
+    if (pack_dy) {
+      row_major_copy<true>(space, "kcnn::conv2d_backward::pack_dy", dy, dy_packed, n0, n);
+      dy_chunk = dy_packed;
     }
-  });
+    if constexpr (L == Layout::NCHW) {
+      // cols_b (K, P*Q) = W^T * dy_b (M, P*Q), image by image
+      for (std::int64_t b = 0; b < n; ++b)
+        gemm(space, "T", "N", one, W, ConstMatrix(dy_chunk + b * M * PQ, M, PQ), zero,
+             Matrix(cols + b * K * PQ, K, PQ));
+      col2im_launch(space, map, cols, UnrolledStorage::nchw_image_blocks(K, PQ, n0), dx.data(),
+                    logical_strides<L>(dx), n0, n);
+    } else {
+      // cols (pixels, K) = dy (pixels, M) * W (M, K)
+      gemm(space, "N", "N", one, ConstMatrix(dy_chunk, n * PQ, M), W, zero,
+           Matrix(cols, n * PQ, K));
+      col2im_launch(space, map, cols, UnrolledStorage::nhwc_rows(K, PQ, n0 * PQ), dx.data(),
+                    logical_strides<L>(dx), n0, n);
+    }
+  }
 }
 
 /// dbias(m) = sum over (n, p, q) of dy: one team per output channel, a team reduction
@@ -264,31 +262,29 @@ void conv2d_backward_weights_gemm(const ExecSpace& space, const XView& x, const 
   const Matrix dW(dw_matrix, M, K);
   const T one = 1;
 
-  with_blas_stream(space, [&] {
-    for (std::int64_t n0 = 0; n0 < pb.N; n0 += plan.images) {
-      const std::int64_t n = std::min(plan.images, pb.N - n0);
-      const T* dy_chunk = dy.data() + n0 * M * PQ;
-      if (pack_dy) {
-        row_major_copy<true>(space, "kcnn::conv2d_backward::pack_dy", dy, dy_packed, n0, n);
-        dy_chunk = dy_packed;
-      }
-      if constexpr (L == Layout::NCHW) {
-        im2col_launch(space, map, x.data(), logical_strides<L>(x), cols,
-                      UnrolledStorage::nchw_image_blocks(K, PQ, n0), n0 * PQ, n * PQ);
-        // dW (M, K) += dy_b (M, P*Q) * cols_b^T (P*Q, K); the first GEMM overwrites
-        // (beta = 0: BLAS does not read dW then, so its old contents never matter)
-        for (std::int64_t b = 0; b < n; ++b)
-          KokkosBlas::gemm("N", "T", one, ConstMatrix(dy_chunk + b * M * PQ, M, PQ),
-                           ConstMatrix(cols + b * K * PQ, K, PQ), T(n0 + b == 0 ? 0 : 1), dW);
-      } else {
-        im2col_launch(space, map, x.data(), logical_strides<L>(x), cols,
-                      UnrolledStorage::nhwc_rows(K, PQ, n0 * PQ), n0 * PQ, n * PQ);
-        // dW (M, K) += dy^T (M, pixels) * cols (pixels, K)
-        KokkosBlas::gemm("T", "N", one, ConstMatrix(dy_chunk, n * PQ, M),
-                         ConstMatrix(cols, n * PQ, K), T(n0 == 0 ? 0 : 1), dW);
-      }
+  for (std::int64_t n0 = 0; n0 < pb.N; n0 += plan.images) {
+    const std::int64_t n = std::min(plan.images, pb.N - n0);
+    const T* dy_chunk = dy.data() + n0 * M * PQ;
+    if (pack_dy) {
+      row_major_copy<true>(space, "kcnn::conv2d_backward::pack_dy", dy, dy_packed, n0, n);
+      dy_chunk = dy_packed;
     }
-  });
+    if constexpr (L == Layout::NCHW) {
+      im2col_launch(space, map, x.data(), logical_strides<L>(x), cols,
+                    UnrolledStorage::nchw_image_blocks(K, PQ, n0), n0 * PQ, n * PQ);
+      // dW (M, K) += dy_b (M, P*Q) * cols_b^T (P*Q, K); the first GEMM overwrites
+      // (beta = 0: BLAS does not read dW then, so its old contents never matter)
+      for (std::int64_t b = 0; b < n; ++b)
+        gemm(space, "N", "T", one, ConstMatrix(dy_chunk + b * M * PQ, M, PQ),
+             ConstMatrix(cols + b * K * PQ, K, PQ), T(n0 + b == 0 ? 0 : 1), dW);
+    } else {
+      im2col_launch(space, map, x.data(), logical_strides<L>(x), cols,
+                    UnrolledStorage::nhwc_rows(K, PQ, n0 * PQ), n0 * PQ, n * PQ);
+      // dW (M, K) += dy^T (M, pixels) * cols (pixels, K)
+      gemm(space, "T", "N", one, ConstMatrix(dy_chunk, n * PQ, M), ConstMatrix(cols, n * PQ, K),
+           T(n0 == 0 ? 0 : 1), dW);
+    }
+  }
   if (pack_dw)
     row_major_copy<false>(space, "kcnn::conv2d_backward::unpack_dw", dw, dw_matrix, 0, M);
 }

@@ -31,44 +31,33 @@
 ///
 /// Execution:
 ///  - Device backends: per chunk, im2col kernel -> cuBLAS GEMM -> epilogue kernel, all
-///    on the space's stream (cuBLAS is bound to it for the call), no fence.
-///  - Host backends with several threads, when there are at least as many chunks as
-///    threads: one parallel_for over the chunks; each thread unrolls its chunk into its
-///    own slot of the scratch, calls a single-threaded GEMM and applies the epilogue
-///    (host-shaped kernels run serially inside). Chunks stay cache-sized and nothing
+///    on the space's stream (impl/blas/gemm.hpp), no fence.
+///  - Host backends with several threads and a host BLAS TPL, when there are at least as
+///    many chunks as threads: one parallel_for over the chunks; each thread unrolls its
+///    chunk into its own slot of the scratch, calls the host BLAS itself, single-threaded
+///    (impl/blas/host_blas.hpp: no Kokkos call inside the parallel region), and applies
+///    the epilogue (host-shaped kernels run serially inside). Chunks stay cache-sized and nothing
 ///    waits between steps. Letting OpenBLAS' pthreads parallelize each GEMM instead
 ///    would alternate two thread pools on the same cores: the OpenMP workers keep
 ///    spinning after each Kokkos kernel (GOMP_SPINCOUNT) while OpenBLAS' threads start,
 ///    and OpenBLAS' threads keep spinning after each GEMM while the next Kokkos kernel
 ///    runs; on 2 cores that more than halved the speed. OpenBLAS is therefore set to
 ///    one thread while the pipeline runs (see with_single_threaded_host_blas).
-///  - Otherwise (one host thread, or fewer chunks than threads, e.g. one image): per
-///    chunk, parallel im2col kernel -> BLAS with its own threads -> parallel epilogue.
+///  - Otherwise (one host thread, fewer chunks than threads, e.g. one image, or no host
+///    BLAS TPL): per chunk, parallel im2col kernel -> KokkosBlas::gemm -> parallel
+///    epilogue.
 #pragma once
 
-#include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <mutex>
 #include <type_traits>
 
-#if defined(KOKKOS_ENABLE_CUDA) && defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS)
-#include <KokkosBlas_tpl_spec.hpp>  // KokkosBlas::Impl::CudaBlasSingleton
-#endif
-#if defined(__has_include)
-#if __has_include(<dlfcn.h>)
-#include <dlfcn.h>  // dlsym: OpenBLAS' thread control, if OpenBLAS is linked
-#define KCNN_HAS_DLSYM 1
-#endif
-#endif
-#ifndef KCNN_HAS_DLSYM
-#define KCNN_HAS_DLSYM 0
-#endif
-
+#include "blas/gemm.hpp"
+#include "blas/host_blas.hpp"
 #include "epilogue.hpp"
 #include "im2col_kernels.hpp"
 #include "problem.hpp"
@@ -78,49 +67,6 @@
 #include "workspace_cache.hpp"
 
 namespace kcnn::Impl {
-
-/// The rank-2 View type of every GEMM operand: what Kokkos Kernels' BLAS/cuBLAS
-/// specializations are declared for (same layout, device and Unmanaged trait).
-template <class ExecSpace, class T>
-using GemmMatrix = Kokkos::View<T**, Kokkos::LayoutRight,
-                                Kokkos::Device<ExecSpace, typename ExecSpace::memory_space>,
-                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-
-/// True when KokkosBlas::gemm on GemmMatrix operands is served by a TPL (the host BLAS
-/// or cuBLAS), false when it would fall back to Kokkos Kernels' own kernel.
-template <class ExecSpace, class T>
-inline constexpr bool gemm_uses_tpl_v =
-    KokkosBlas::Impl::gemm_tpl_spec_avail<GemmMatrix<ExecSpace, const T>,
-                                          GemmMatrix<ExecSpace, const T>,
-                                          GemmMatrix<ExecSpace, T>>::value;
-
-/// Runs f() with Kokkos Kernels' cuBLAS handle bound to space's stream, so that the
-/// GEMMs are ordered with kcnn's kernels on that stream (Kokkos Kernels 3.4's gemm
-/// takes no execution space and would otherwise use the handle's stream: the legacy
-/// default stream). The handle is process-wide: a mutex serializes kcnn's uses, and
-/// the previous stream is restored afterwards. Other backends: just f().
-template <class ExecSpace, class F>
-void with_blas_stream(const ExecSpace& space, F&& f) {
-#if defined(KOKKOS_ENABLE_CUDA) && defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS)
-  if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
-    static std::mutex handle_mutex;
-    std::lock_guard<std::mutex> lock(handle_mutex);
-    cublasHandle_t handle = KokkosBlas::Impl::CudaBlasSingleton::singleton().handle;
-    cudaStream_t previous = nullptr;
-    cublasGetStream(handle, &previous);
-    cublasSetStream(handle, space.cuda_stream());
-    struct Restore {
-      cublasHandle_t handle;
-      cudaStream_t stream;
-      ~Restore() { cublasSetStream(handle, stream); }
-    } restore{handle, previous};
-    f();
-    return;
-  }
-#endif
-  (void)space;
-  f();
-}
 
 // ---------------------------------------------------------------------------------
 // Plan: formulation and chunk size
@@ -250,7 +196,10 @@ inline Im2colGemmPlan plan_im2col_gemm(const char* op, const Conv2dProblem& pb,
     return !need_slots_busy || plan.chunks >= slots;
   };
 
-  if (host && host_threads > 1 && tuning.host_concurrent && tuning.kernels == KernelVariant::Auto) {
+  // The concurrent pipeline's threads call the host BLAS directly (a Kokkos Kernels call
+  // inside a parallel region is forbidden): only with a BLAS TPL.
+  if (host_blas_available && host && host_threads > 1 && tuning.host_concurrent &&
+      tuning.kernels == KernelVariant::Auto) {
     Im2colGemmPlan plan = base;
     if (size_chunks(plan, host_threads, true)) {
       plan.concurrent = true;
@@ -438,40 +387,6 @@ void epilogue_launch(const ExecSpace& space, const EpilogueArgs<T>& a, Activatio
   });
 }
 
-/// Runs f() with the host BLAS doing each call on the calling thread. OpenBLAS (whose
-/// pthreads build would start its own threads inside every call, oversubscribing the
-/// cores kcnn's threads already use) is set to one thread through
-/// openblas_set_num_threads, looked up at run time, and restored afterwards; other BLAS
-/// libraries are left as they are (MKL and OpenMP builds run single-threaded inside
-/// parallel regions by themselves). The setting is process-wide while f() runs.
-template <class F>
-void with_single_threaded_host_blas(F&& f) {
-#if KCNN_HAS_DLSYM
-  using SetThreads = void (*)(int);
-  using GetThreads = int (*)();
-  static const auto set_threads =
-      reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
-  static const auto get_threads =
-      reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-  if (set_threads && get_threads) {
-    static std::mutex mutex;
-    std::lock_guard<std::mutex> lock(mutex);
-    const int previous = get_threads();
-    if (previous > 1) set_threads(1);
-    struct Restore {
-      SetThreads set;
-      int threads;
-      ~Restore() {
-        if (threads > 1) set(threads);
-      }
-    } restore{set_threads, previous};
-    f();
-    return;
-  }
-#endif
-  f();
-}
-
 // ---------------------------------------------------------------------------------
 // The algorithm
 // ---------------------------------------------------------------------------------
@@ -484,6 +399,9 @@ template <Layout L, class ExecSpace, class T>
 struct Im2colGemmChunks {
   using Matrix = GemmMatrix<ExecSpace, T>;
   using ConstMatrix = GemmMatrix<ExecSpace, const T>;
+  /// Chunks run concurrently on host threads only where those threads can call the host
+  /// BLAS themselves (see plan_im2col_gemm).
+  static constexpr bool host_pipeline_possible = runs_on_host_v<ExecSpace> && host_blas_available;
 
   UnrollMap<L> map;
   const T* x;
@@ -496,10 +414,27 @@ struct Im2colGemmChunks {
   KernelVariant kernels;
   std::int64_t K, M, PQ;
 
+  /// C (m x n) = op(A) op(B), all three row-major and packed (each row stride is the
+  /// stored column count). `serial` (a thread of the concurrent host pipeline, inside a
+  /// parallel region): the host BLAS on this thread, no Kokkos call; else impl::gemm on
+  /// space's stream.
+  void multiply(const ExecSpace& space, bool serial, char trans_a, char trans_b, std::int64_t m,
+                std::int64_t n, std::int64_t k, const T* a, const T* b, T* c) const {
+    const std::int64_t a_cols = trans_a == 'N' ? k : m, b_cols = trans_b == 'N' ? n : k;
+    if constexpr (host_pipeline_possible) {
+      if (serial) {
+        host_gemm_row_major(trans_a, trans_b, int(m), int(n), int(k), T(1), a, int(a_cols), b,
+                            int(b_cols), T(0), c, int(n));
+        return;
+      }
+    }
+    const char ta[2] = {trans_a, 0}, tb[2] = {trans_b, 0};
+    gemm(space, ta, tb, T(1), ConstMatrix(a, trans_a == 'N' ? m : k, a_cols),
+         ConstMatrix(b, trans_b == 'N' ? k : n, b_cols), T(0), Matrix(c, m, n));
+  }
+
   void run(const ExecSpace& space, bool serial, std::int64_t j0, std::int64_t count, T* cols,
            T* out) const {
-    const T one = 1, zero = 0;
-    const ConstMatrix W(w_matrix, M, K);
     auto unroll = [&](const UnrolledStorage& cs) {
       if constexpr (runs_on_host_v<ExecSpace>) {
         if (serial) {
@@ -519,7 +454,7 @@ struct Im2colGemmChunks {
         a = cols;
       }
       T* c = plan.gemm_into_y ? y + j0 * M : out;
-      KokkosBlas::gemm("N", "T", one, ConstMatrix(a, count, K), W, zero, Matrix(c, count, M));
+      multiply(space, serial, 'N', 'T', count, M, K, a, w_matrix, c);
       e.g = c;  // (pixels, M) row-major, y itself or scratch
       e.gs = UnrolledStorage::nhwc_rows(M, PQ, j0);
     } else if (plan.per_image) {
@@ -528,15 +463,14 @@ struct Im2colGemmChunks {
       if (plan.unroll) unroll(UnrolledStorage::nchw_image_blocks(K, PQ, n0));
       for (std::int64_t b = 0; b < images; ++b) {
         const T* cols_b = plan.unroll ? cols + b * K * PQ : x + (n0 + b) * K * PQ;
-        KokkosBlas::gemm("N", "N", one, W, ConstMatrix(cols_b, K, PQ), zero,
-                         Matrix(y + (n0 + b) * M * PQ, M, PQ));
+        multiply(space, serial, 'N', 'N', M, PQ, K, w_matrix, cols_b, y + (n0 + b) * M * PQ);
       }
       e.g = y;  // in place: G's (m, n, pq) is y's
       e.gs = UnrolledStorage{0, PQ, M * PQ, 1};
     } else {
       // scratch (M, pixels) = W * cols (K, pixels); the epilogue reorders it into y
       unroll(UnrolledStorage::nchw_columns(count, PQ, j0));
-      KokkosBlas::gemm("N", "N", one, W, ConstMatrix(cols, K, count), zero, Matrix(out, M, count));
+      multiply(space, serial, 'N', 'N', M, count, K, w_matrix, cols, out);
       e.g = out;
       e.gs = UnrolledStorage::nchw_columns(count, PQ, j0);
     }
@@ -618,7 +552,7 @@ void conv2d_im2col_gemm_layout(const ExecSpace& space, const XView& x, const WVi
   chunks.kernels = tuning.kernels;
   chunks.K = K, chunks.M = M, chunks.PQ = PQ;
 
-  if constexpr (runs_on_host_v<ExecSpace>) {
+  if constexpr (Im2colGemmChunks<L, ExecSpace, T>::host_pipeline_possible) {
     if (plan.concurrent) {
       Kokkos::Experimental::UniqueToken<ExecSpace> token(space);
       throw_if(token.size() > plan.slots, "kcnn::conv2d_forward",
@@ -637,10 +571,8 @@ void conv2d_im2col_gemm_layout(const ExecSpace& space, const XView& x, const WVi
   }
   T* cols = reinterpret_cast<T*>(slots);
   T* out = reinterpret_cast<T*>(slots + plan.cols_bytes);
-  with_blas_stream(space, [&] {
-    for (std::int64_t j0 = 0; j0 < NPQ; j0 += plan.chunk_pixels)
-      chunks.run(space, false, j0, std::min(plan.chunk_pixels, NPQ - j0), cols, out);
-  });
+  for (std::int64_t j0 = 0; j0 < NPQ; j0 += plan.chunk_pixels)
+    chunks.run(space, false, j0, std::min(plan.chunk_pixels, NPQ - j0), cols, out);
 }
 
 /// The concurrency the host pipeline would use on `space` (1 on device backends).

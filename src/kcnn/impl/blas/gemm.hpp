@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file impl/blas/gemm.hpp
+/// \brief kcnn's GEMM entry point: row-major matrices over raw pointers, multiplied by
+///        Kokkos Kernels (cuBLAS on CUDA, the host BLAS TPL on the host), ordered on the
+///        execution space instance. Must be called from host code outside any Kokkos
+///        parallel region (it is a Kokkos Kernels call: it may push profiling regions,
+///        launch kernels and, with a profiling tool attached, fence). Threads inside a
+///        host parallel region use impl/blas/host_blas.hpp instead.
+#pragma once
+
+#include "kokkos_kernels_compat.hpp"
+
+namespace kcnn::Impl {
+
+/// The rank-2 View type of every GEMM operand: what Kokkos Kernels' BLAS/cuBLAS
+/// specializations are declared for (same layout, device and Unmanaged trait).
+template <class ExecSpace, class T>
+using GemmMatrix = Kokkos::View<T**, Kokkos::LayoutRight,
+                                Kokkos::Device<ExecSpace, typename ExecSpace::memory_space>,
+                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+/// True when gemm on GemmMatrix operands is served by a TPL (the host BLAS or cuBLAS),
+/// false when it would fall back to Kokkos Kernels' own kernel.
+template <class ExecSpace, class T>
+inline constexpr bool gemm_uses_tpl_v =
+    kokkos_kernels_compat::gemm_tpl_available_v<ExecSpace, GemmMatrix<ExecSpace, const T>,
+                                                GemmMatrix<ExecSpace, const T>,
+                                                GemmMatrix<ExecSpace, T>>;
+
+/// C = alpha op(A) op(B) + beta C on `space`'s stream (device backends: asynchronous,
+/// no fence; host backends: done on return). trans_a/trans_b: "N" or "T".
+template <class ExecSpace, class T>
+void gemm(const ExecSpace& space, const char* trans_a, const char* trans_b, T alpha,
+          const GemmMatrix<ExecSpace, const T>& A, const GemmMatrix<ExecSpace, const T>& B, T beta,
+          const GemmMatrix<ExecSpace, T>& C) {
+  kokkos_kernels_compat::gemm(space, trans_a, trans_b, alpha, A, B, beta, C);
+}
+
+}  // namespace kcnn::Impl

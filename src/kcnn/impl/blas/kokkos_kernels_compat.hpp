@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file impl/blas/kokkos_kernels_compat.hpp
+/// \brief The one place where kcnn names Kokkos Kernels internals or depends on its
+///        version. Everything else goes through impl/blas/gemm.hpp.
+///
+/// Supported: Kokkos Kernels 3.4.01 (Debian's, built by cmake/bootstrap-deps.sh) and
+/// 4.x (tested with 4.6.02). Kokkos Kernels before 3.6 defines no version macro; 3.6
+/// and later define KOKKOSKERNELS_VERSION (major * 10000 + minor * 100 + patch).
+#pragma once
+
+#include <KokkosKernels_config.h>
+#include <KokkosBlas3_gemm.hpp>
+#include <Kokkos_Core.hpp>
+
+#include <type_traits>
+
+#if defined(KOKKOSKERNELS_VERSION)
+#define KCNN_KOKKOSKERNELS_VERSION KOKKOSKERNELS_VERSION
+#else
+#define KCNN_KOKKOSKERNELS_VERSION 30400  // 3.4 and 3.5 define no version macro
+#endif
+
+/// Kokkos Kernels 3.6 added KokkosBlas::gemm(space, ...), whose cuBLAS path runs on
+/// space's stream. Before it, gemm takes no execution space and cuBLAS runs on the
+/// stream its process-wide handle holds.
+#if KCNN_KOKKOSKERNELS_VERSION >= 30600
+#define KCNN_KOKKOSKERNELS_GEMM_TAKES_SPACE 1
+#else
+#define KCNN_KOKKOSKERNELS_GEMM_TAKES_SPACE 0
+#endif
+
+#if !KCNN_KOKKOSKERNELS_GEMM_TAKES_SPACE && defined(KOKKOS_ENABLE_CUDA) && \
+    defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS)
+// Needed by Kokkos Kernels < 3.6 only: its cuBLAS handle, to rebind the stream.
+#include <KokkosBlas_tpl_spec.hpp>
+#include <mutex>
+#endif
+
+namespace kcnn::Impl::kokkos_kernels_compat {
+
+/// True when KokkosBlas::gemm on these operand View types is served by a TPL (the host
+/// BLAS or cuBLAS) rather than Kokkos Kernels' own kernel.
+/// Kokkos Kernels < 3.6: gemm_tpl_spec_avail<A, B, C>; 3.6 and later take the execution
+/// space as a first template argument.
+template <class ExecSpace, class AView, class BView, class CView>
+inline constexpr bool gemm_tpl_available_v =
+#if KCNN_KOKKOSKERNELS_GEMM_TAKES_SPACE
+    KokkosBlas::Impl::gemm_tpl_spec_avail<ExecSpace, AView, BView, CView>::value;
+#else
+    KokkosBlas::Impl::gemm_tpl_spec_avail<AView, BView, CView>::value;
+#endif
+
+/// C = alpha op(A) op(B) + beta C, ordered on `space` (on device backends: enqueued on
+/// space's stream, no fence).
+template <class ExecSpace, class AView, class BView, class CView, class Scalar>
+void gemm(const ExecSpace& space, const char* trans_a, const char* trans_b, Scalar alpha,
+          const AView& A, const BView& B, Scalar beta, const CView& C) {
+#if KCNN_KOKKOSKERNELS_GEMM_TAKES_SPACE
+  KokkosBlas::gemm(space, trans_a, trans_b, alpha, A, B, beta, C);
+#else
+#if defined(KOKKOS_ENABLE_CUDA) && defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS)
+  if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
+    // Kokkos Kernels < 3.6: bind its process-wide cuBLAS handle to space's stream for
+    // this call (else cuBLAS would run on whatever stream the handle holds, unordered
+    // with kcnn's kernels on `space`), and restore the previous stream afterwards. The
+    // mutex serializes kcnn's uses of the handle.
+    static std::mutex handle_mutex;
+    const std::lock_guard<std::mutex> lock(handle_mutex);
+    cublasHandle_t handle = KokkosBlas::Impl::CudaBlasSingleton::singleton().handle;
+    cudaStream_t previous = nullptr;
+    cublasGetStream(handle, &previous);
+    cublasSetStream(handle, space.cuda_stream());
+    struct Restore {
+      cublasHandle_t handle;
+      cudaStream_t stream;
+      ~Restore() { cublasSetStream(handle, stream); }
+    } restore{handle, previous};
+    KokkosBlas::gemm(trans_a, trans_b, alpha, A, B, beta, C);
+    return;
+  }
+#endif
+  // Host backends: the host BLAS runs synchronously on the calling thread, so the call
+  // is ordered after whatever `space` ran before (host kernels complete on return).
+  (void)space;
+  KokkosBlas::gemm(trans_a, trans_b, alpha, A, B, beta, C);
+#endif
+}
+
+}  // namespace kcnn::Impl::kokkos_kernels_compat
