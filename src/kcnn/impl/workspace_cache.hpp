@@ -61,12 +61,7 @@ class WorkspaceRegistry {
   }
 
   void release_all(bool finalizing = false) {
-    std::vector<Releaser> list;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      list = releasers_;
-      if (finalizing) hook_pushed_ = false;  // a later Kokkos::initialize needs a new hook
-    }
+    const std::vector<Releaser> list = snapshot(finalizing);
     if (list.empty()) return;
     Kokkos::fence();  // nothing may still use a buffer we free
     for (Releaser release : list)
@@ -74,6 +69,14 @@ class WorkspaceRegistry {
   }
 
  private:
+  /// The releasers, copied under the lock (constructed, not assigned: GCC 12 reports a
+  /// false -Wfree-nonheap-object on the assignment once it is inlined here).
+  std::vector<Releaser> snapshot(bool finalizing) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (finalizing) hook_pushed_ = false;  // a later Kokkos::initialize needs a new hook
+    return std::vector<Releaser>(releasers_.begin(), releasers_.end());
+  }
+
   std::mutex mutex_;
   std::vector<Releaser> releasers_;
   bool hook_pushed_ = false;
