@@ -20,8 +20,8 @@ done
 # Shared libraries from Debian packages (not libc, not CUDA's, which the GPU image has).
 for exe in "$out"/bin/*; do
   ldd "$exe" | awk '/=> \// {print $3}'
-done | sort -u | grep -E 'libbenchmark|libopenblas|libgfortran|libquadmath|libgtest|libz\.' |
-  while read -r lib; do cp -L "$lib" "$out/lib/"; done
+done | sort -u | { grep -E 'libbenchmark|libopenblas|libgfortran|libquadmath|libgtest|libz\.' || true; } |
+  while read -r lib; do cp -L "$lib" "$out/lib/"; done  # (none needed is fine)
 anchors=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/../shared/anchors
 [[ -d $anchors ]] && cp "$anchors"/cudnn_anchor.py "$out/anchors/"
 # The LeNet-5 example's data and weights (examples/lenet5), when this machine has them.
