@@ -6,8 +6,8 @@
 # slower than with AVX2/AVX-512 (perf_tests/RESULTS.md). kcnn::kcnn therefore carries
 # -march=<KCNN_HOST_ARCH> as a usage requirement, in its build tree and in the installed
 # package alike:
-#   - default "native" (the CPU of the machine that compiles the user's code), unless the
-#     Kokkos in use already carries a host architecture (Kokkos_ARCH_* for a CPU: Kokkos'
+#   - default "native" (the CPU of the machine that compiles the user's code), unless
+#     CMAKE_CXX_FLAGS already has a -march/-mcpu, or the Kokkos in use carries a host architecture (Kokkos_ARCH_* for a CPU: Kokkos'
 #     own flags then apply) or has a GPU backend (GPU builds are often compiled on one
 #     machine and run on another: choose the host CPU explicitly there);
 #   - any -march value (e.g. "skylake-avx512", "znver3", "x86-64-v3") to choose another;
@@ -32,7 +32,10 @@ function(kcnn_default_host_arch out)
       set(kokkos_gpu_backend ON)
     endif()
   endforeach()
-  if(kokkos_host_arch)
+  if(CMAKE_CXX_FLAGS MATCHES "(^| )-(march|mcpu)=")
+    set(value "")
+    set(why "CMAKE_CXX_FLAGS already names the CPU")
+  elseif(kokkos_host_arch)
     set(value "")
     set(why "Kokkos carries Kokkos_ARCH_${kokkos_host_arch}")
   elseif(kokkos_gpu_backend)
