@@ -416,7 +416,7 @@ struct Im2colGemmChunks {
 
   /// C (m x n) = op(A) op(B), all three row-major and packed (each row stride is the
   /// stored column count). `serial` (a thread of the concurrent host pipeline, inside a
-  /// parallel region): the host BLAS on this thread, no Kokkos call; else impl::gemm on
+  /// parallel region): the host BLAS on this thread, no Kokkos call; else Impl::gemm on
   /// space's stream.
   void multiply(const ExecSpace& space, bool serial, char trans_a, char trans_b, std::int64_t m,
                 std::int64_t n, std::int64_t k, const T* a, const T* b, T* c) const {

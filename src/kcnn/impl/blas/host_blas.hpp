@@ -27,26 +27,35 @@
 #endif
 #include <mutex>
 
-#if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
 #if defined(KOKKOSKERNELS_ENABLE_TPL_MKL)
 #include <mkl_types.h>
-using kcnn_host_blas_int = MKL_INT;  // Kokkos Kernels' KK_INT with MKL (ILP64 aware)
-#else
-using kcnn_host_blas_int = int;
 #endif
+
+namespace kcnn::Impl {
+/// The Fortran BLAS integer: Kokkos Kernels' KK_INT (MKL_INT with MKL, ILP64 aware).
+#if defined(KOKKOSKERNELS_ENABLE_TPL_MKL)
+using host_blas_int = MKL_INT;
+#else
+using host_blas_int = int;
+#endif
+}  // namespace kcnn::Impl
+
+#if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
 extern "C" {
-void F77_BLAS_MANGLE(sgemm, SGEMM)(const char* transa, const char* transb,
-                                   const kcnn_host_blas_int* m, const kcnn_host_blas_int* n,
-                                   const kcnn_host_blas_int* k, const float* alpha, const float* a,
-                                   const kcnn_host_blas_int* lda, const float* b,
-                                   const kcnn_host_blas_int* ldb, const float* beta, float* c,
-                                   const kcnn_host_blas_int* ldc);
-void F77_BLAS_MANGLE(dgemm, DGEMM)(const char* transa, const char* transb,
-                                   const kcnn_host_blas_int* m, const kcnn_host_blas_int* n,
-                                   const kcnn_host_blas_int* k, const double* alpha,
-                                   const double* a, const kcnn_host_blas_int* lda, const double* b,
-                                   const kcnn_host_blas_int* ldb, const double* beta, double* c,
-                                   const kcnn_host_blas_int* ldc);
+void F77_BLAS_MANGLE(sgemm,
+                     SGEMM)(const char* transa, const char* transb,
+                            const kcnn::Impl::host_blas_int* m, const kcnn::Impl::host_blas_int* n,
+                            const kcnn::Impl::host_blas_int* k, const float* alpha, const float* a,
+                            const kcnn::Impl::host_blas_int* lda, const float* b,
+                            const kcnn::Impl::host_blas_int* ldb, const float* beta, float* c,
+                            const kcnn::Impl::host_blas_int* ldc);
+void F77_BLAS_MANGLE(dgemm,
+                     DGEMM)(const char* transa, const char* transb,
+                            const kcnn::Impl::host_blas_int* m, const kcnn::Impl::host_blas_int* n,
+                            const kcnn::Impl::host_blas_int* k, const double* alpha,
+                            const double* a, const kcnn::Impl::host_blas_int* lda, const double* b,
+                            const kcnn::Impl::host_blas_int* ldb, const double* beta, double* c,
+                            const kcnn::Impl::host_blas_int* ldc);
 }
 #endif
 
@@ -68,18 +77,20 @@ void host_gemm_row_major(char trans_a, char trans_b, int m, int n, int k, T alph
                 "kcnn: the host BLAS path takes float or double");
 #if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the same memory,
-  // with the operands swapped.
-  const kcnn_host_blas_int M = n, N = m, K = k, LDA = ldb, LDB = lda, LDC = ldc;
+  // with the operands (and the dimensions m, n) swapped.
+  const host_blas_int rows = n, cols = m, depth = k;
+  const host_blas_int ld_first = ldb, ld_second = lda, ld_c = ldc;
   if constexpr (std::is_same_v<T, float>) {
     F77_BLAS_MANGLE(sgemm, SGEMM)
-    (&trans_b, &trans_a, &M, &N, &K, &alpha, B, &LDA, A, &LDB, &beta, C, &LDC);
+    (&trans_b, &trans_a, &rows, &cols, &depth, &alpha, B, &ld_first, A, &ld_second, &beta, C,
+     &ld_c);
   } else {
     F77_BLAS_MANGLE(dgemm, DGEMM)
-    (&trans_b, &trans_a, &M, &N, &K, &alpha, B, &LDA, A, &LDB, &beta, C, &LDC);
+    (&trans_b, &trans_a, &rows, &cols, &depth, &alpha, B, &ld_first, A, &ld_second, &beta, C,
+     &ld_c);
   }
 #else
-  (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)A, (void)lda;
-  (void)B, (void)ldb, (void)beta, (void)C, (void)ldc;
+  // Never instantiated: callers reach it only where host_blas_available holds.
   static_assert(host_blas_available && sizeof(T) == 0,
                 "kcnn: host_gemm_row_major needs Kokkos Kernels' BLAS TPL");
 #endif
