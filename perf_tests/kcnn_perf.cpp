@@ -5,7 +5,7 @@
 //   kcnn_perf [--batch B] [--shape N,C,H,W,M,R,S,stride,pad[,dilation][,nhwc]]...
 //             [--reps N] [--target-seconds T] [--max-seconds T]
 //             [--algo-cache FILE] [--tune] [--save-algo-cache FILE]
-//             [--workspace-mib MiB]
+//             [--workspace-mib MiB] [--scalar float|double]
 //             [Google Benchmark flags, e.g. --benchmark_filter=lenet
 //              --benchmark_out=f.json --benchmark_out_format=json]
 //
@@ -31,6 +31,9 @@
 // 0.5 s on host builds).
 //
 // --workspace-mib sets kcnn::set_workspace_limit (Im2colGemm's scratch budget).
+// --scalar double runs the convolution suites (and --shape) with double tensors: kcnn's
+// algorithms and Auto only (no baseline, pooling, stack or im2col benchmarks), GFLOP/s
+// against the dgemm ceiling, GB/s with 8-byte elements. Default float.
 // im2col/lenet/c3/<layout> times kcnn::im2col alone on LeNet C3's whole batch (GB/s = x
 // read + the unrolled matrix written; frac_peak_bw against the copy ceiling).
 //
@@ -87,6 +90,7 @@ struct Options {
   std::string algo_cache;       ///< kcnn::load_algo_cache(this) first: Auto uses tuned choices
   bool tune = false;            ///< Auto benchmarks call kcnn::find_best_algo first (untimed)
   std::string save_algo_cache;  ///< kcnn::save_algo_cache(this) at the end
+  bool double_scalar = false;   ///< --scalar double: the convolutions in fp64
 };
 
 /// What the benchmarks share: options, ceilings, calibrated rates and baseline times.
@@ -99,8 +103,13 @@ struct Run {
 Run* g_run = nullptr;
 
 /// A shape's data on the default execution space, and kcnn's convolution of it.
-struct KcnnProblem : ShapeData<Space> {
-  using ShapeData<Space>::ShapeData;
+template <class Scalar>
+struct KcnnProblem : ShapeData<Space, Scalar> {
+  using ShapeData<Space, Scalar>::ShapeData;
+  using ShapeData<Space, Scalar>::x;
+  using ShapeData<Space, Scalar>::w;
+  using ShapeData<Space, Scalar>::bias;
+  using ShapeData<Space, Scalar>::y;
   void forward(kcnn::ConvAlgo algo, const Shape& sh) const {
     auto params = sh.params();
     params.algo = algo;
@@ -113,9 +122,10 @@ Shape calibration_shape() {
   return {"calibration", "c16_32", kDeviceBuild ? 256 : 2, 16, 32, 32, 16, 3, 3, 1, 1};
 }
 
+template <class Scalar>
 void calibrate(Run& run) {
   const Shape sh = calibration_shape();
-  const KcnnProblem p(sh);
+  const KcnnProblem<Scalar> p(sh);
   for (kcnn::ConvAlgo algo : kcnn::implemented_conv_algos()) {
     try {
       const Timing t = time_median(
@@ -135,10 +145,12 @@ void skip(benchmark::State& state, const std::string& why) {
   state.SkipWithError(why.c_str());
 }
 
-void report(benchmark::State& state, const Shape& sh, const Timing& t) {
+void report(benchmark::State& state, const Shape& sh, const Timing& t,
+            std::size_t element_bytes = sizeof(float)) {
   for (auto _ : state)
     state.SetIterationTime(t.median);
-  const double gflops = sh.flops() / t.median * 1e-9, gbs = sh.bytes() / t.median * 1e-9;
+  const double gflops = sh.flops() / t.median * 1e-9,
+               gbs = sh.bytes(element_bytes) / t.median * 1e-9;
   state.counters["GFLOP/s"] = gflops;
   state.counters["GB/s"] = gbs;
   if (g_run->peaks.gflops > 0) state.counters["frac_peak_flops"] = gflops / g_run->peaks.gflops;
@@ -150,8 +162,9 @@ void report(benchmark::State& state, const Shape& sh, const Timing& t) {
   state.counters["spread"] = (t.max - t.min) / t.median;
 }
 
+template <class Scalar>
 void bench_kcnn(benchmark::State& state, const Shape& sh, kcnn::ConvAlgo algo) {
-  const KcnnProblem p(sh);
+  const KcnnProblem<Scalar> p(sh);
   auto params = sh.params();
   params.algo = algo;
   kcnn::ConvAlgo runs = algo;
@@ -184,7 +197,7 @@ void bench_kcnn(benchmark::State& state, const Shape& sh, kcnn::ConvAlgo algo) {
   } catch (const kcnn::Error& e) {
     return skip(state, e.what());
   }
-  report(state, sh, t);
+  report(state, sh, t, sizeof(Scalar));
   state.SetLabel(sh.key() + (algo == kcnn::ConvAlgo::Auto
                                  ? std::string(" auto=") + kcnn::to_string(runs)
                                  : std::string()));
@@ -441,8 +454,12 @@ void register_shape(const Shape& sh, const std::vector<Baseline>& baselines) {
     register_one(sh.benchmark_name(b.name),
                  [sh, b](benchmark::State& st) { bench_baseline(st, sh, b); });
   for (kcnn::ConvAlgo algo : kcnn_algorithms())
-    register_one(sh.benchmark_name(kcnn::to_string(algo)),
-                 [sh, algo](benchmark::State& st) { bench_kcnn(st, sh, algo); });
+    register_one(sh.benchmark_name(kcnn::to_string(algo)), [sh, algo](benchmark::State& st) {
+      if (g_run->opt.double_scalar)
+        bench_kcnn<double>(st, sh, algo);
+      else
+        bench_kcnn<float>(st, sh, algo);
+    });
 }
 
 /// Reads our own flags; returns the rest for Google Benchmark. Throws on bad values.
@@ -482,6 +499,11 @@ std::vector<char*> parse_args(int argc, char** argv, Options& opt) {
       opt.tune = true;
     } else if (is("--save-algo-cache")) {
       opt.save_algo_cache = value();
+    } else if (is("--scalar")) {
+      const std::string v = value();
+      if (v != "float" && v != "double")
+        throw std::invalid_argument("--scalar wants float or double, got '" + v + "'");
+      opt.double_scalar = v == "double";
     } else if (is("--workspace-mib")) {
       kcnn::set_workspace_limit(static_cast<std::size_t>(number(1)) << 20);
     } else {
@@ -527,10 +549,16 @@ int run_all(int argc, char** argv) {
                                              : "";
   benchmark::AddCustomContext("algo_cache", cache_note);
   if (!listing) {
-    run.peaks = measure_peaks(kDeviceBuild);
-    calibrate(run);
+    run.peaks = measure_peaks(kDeviceBuild, run.opt.double_scalar);
+    if (run.opt.double_scalar)
+      calibrate<double>(run);
+    else
+      calibrate<float>(run);
   }
-  const std::vector<Baseline> baselines = available_baselines();
+  // The baselines run fp32 only: none beside the fp64 suites.
+  const std::vector<Baseline> baselines =
+      run.opt.double_scalar ? std::vector<Baseline>{} : available_baselines();
+  const char* scalar = run.opt.double_scalar ? "double" : "float";
 
   // What this run is, for the console and the JSON context.
   std::string libs, calib;
@@ -566,8 +594,10 @@ int run_all(int argc, char** argv) {
   benchmark::AddCustomContext("peak_gflops", fixed(pk.gflops, 2));
   benchmark::AddCustomContext("peak_copy", "Kokkos::deep_copy, 2 x " + fixed(pk.copy_mib / 2, 0) +
                                                " MiB (bytes read + written)");
-  benchmark::AddCustomContext("peak_gemm",
-                              "KokkosBlas::gemm fp32 " + std::to_string(pk.gemm_n) + "^3");
+  benchmark::AddCustomContext("scalar", scalar);
+  benchmark::AddCustomContext("peak_gemm", std::string("KokkosBlas::gemm ") +
+                                               (run.opt.double_scalar ? "fp64 " : "fp32 ") +
+                                               std::to_string(pk.gemm_n) + "^3");
   benchmark::AddCustomContext("baseline_libraries", libs.empty() ? "none" : libs);
   benchmark::AddCustomContext("vs_baseline_reference", reference);
   std::string baseline_names, algo_names;
@@ -582,23 +612,26 @@ int run_all(int argc, char** argv) {
   if (!listing)
     std::fprintf(stderr,
                  "kcnn_perf: Kokkos %s on %s\n"
-                 "kcnn_perf: peaks: copy %.1f GB/s (%s), sgemm %.1f GFLOP/s (KokkosBlas::gemm "
+                 "kcnn_perf: scalar %s\n"
+                 "kcnn_perf: peaks: copy %.1f GB/s (%s), %s %.1f GFLOP/s (KokkosBlas::gemm "
                  "%d^3)\n"
                  "kcnn_perf: baselines: %s; vs_baseline = time of %s / time\n"
                  "kcnn_perf: timing: %s\n"
                  "kcnn_perf: calibration: %s\n"
                  "kcnn_perf: skip rule: %s\n",
-                 Space::name(), pk.device.c_str(), pk.gbs,
-                 ("deep_copy 2 x " + fixed(pk.copy_mib / 2, 0) + " MiB").c_str(), pk.gflops,
-                 pk.gemm_n, libs.empty() ? "none" : libs.c_str(), reference.c_str(),
-                 timing_rule.c_str(), calib.c_str(), skip_rule.c_str());
+                 Space::name(), pk.device.c_str(), scalar, pk.gbs,
+                 ("deep_copy 2 x " + fixed(pk.copy_mib / 2, 0) + " MiB").c_str(),
+                 run.opt.double_scalar ? "dgemm" : "sgemm", pk.gflops, pk.gemm_n,
+                 libs.empty() ? "none" : libs.c_str(), reference.c_str(), timing_rule.c_str(),
+                 calib.c_str(), skip_rule.c_str());
 
   for (const Shape& sh : default_suites(kDeviceBuild, run.opt.lenet_batch))
     register_shape(sh, baselines);
   for (const Shape& sh : run.opt.custom)
     register_shape(sh, baselines);
-  register_pool_benchmarks(run.opt.lenet_batch);
+  if (!run.opt.double_scalar) register_pool_benchmarks(run.opt.lenet_batch);
   for (kcnn::Layout layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
+    if (run.opt.double_scalar) break;
     Shape c3{"im2col", "c3", run.opt.lenet_batch, 4, 40, 40, 16, 7, 7};
     c3.layout = layout;
     register_one("im2col/lenet/c3/" + std::string(kcnn::to_string(layout)),

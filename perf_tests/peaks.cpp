@@ -35,7 +35,27 @@ std::string device_name() {
 
 }  // namespace
 
-Peaks measure_peaks(bool device) {
+namespace {
+
+/// 2 n^3 / s of KokkosBlas::gemm on square n x n matrices of `Scalar`.
+template <class Scalar>
+double gemm_gflops(int n, Kokkos::Random_XorShift64_Pool<Space>& pool) {
+  using Matrix = Kokkos::View<Scalar**, Kokkos::LayoutLeft, Space::memory_space>;
+  Matrix a("gemm_a", n, n), b("gemm_b", n, n), c("gemm_c", n, n);
+  Kokkos::fill_random(a, pool, Scalar(-1), Scalar(1));
+  Kokkos::fill_random(b, pool, Scalar(-1), Scalar(1));
+  const Timing t = time_median(
+      [&] {
+        KokkosBlas::gemm("N", "N", Scalar(1), a, b, Scalar(0), c);
+        Space().fence();
+      },
+      5, 0);
+  return 2.0 * n * double(n) * n / t.median * 1e-9;
+}
+
+}  // namespace
+
+Peaks measure_peaks(bool device, bool double_gemm) {
   Peaks peaks;
   peaks.device = device_name();
   Kokkos::Random_XorShift64_Pool<Space> pool(5);
@@ -49,20 +69,10 @@ Peaks measure_peaks(bool device) {
     peaks.gbs = 2.0 * n * sizeof(float) / t.median * 1e-9;
   }
   {
-    // Large enough to run near the sgemm peak: 8192^3 on a GPU, 2048^3 on a CPU.
+    // Large enough to run near the GEMM peak: 8192^3 on a GPU, 2048^3 on a CPU.
     const int n = device ? 8192 : 2048;
-    using Matrix = Kokkos::View<float**, Kokkos::LayoutLeft, Space::memory_space>;
-    Matrix a("gemm_a", n, n), b("gemm_b", n, n), c("gemm_c", n, n);
-    Kokkos::fill_random(a, pool, -1.0f, 1.0f);
-    Kokkos::fill_random(b, pool, -1.0f, 1.0f);
-    const Timing t = time_median(
-        [&] {
-          KokkosBlas::gemm("N", "N", 1.0f, a, b, 0.0f, c);
-          Space().fence();
-        },
-        5, 0);
     peaks.gemm_n = n;
-    peaks.gflops = 2.0 * n * double(n) * n / t.median * 1e-9;
+    peaks.gflops = double_gemm ? gemm_gflops<double>(n, pool) : gemm_gflops<float>(n, pool);
   }
   return peaks;
 }

@@ -10,13 +10,14 @@ namespace kcnn_perf {
 
 struct Peaks {
   double gbs = 0;     ///< deep_copy between two device Views: (bytes read + written) / s
-  double gflops = 0;  ///< KokkosBlas::gemm (cuBLAS / OpenBLAS) fp32, square: 2 n^3 / s
+  double gflops = 0;  ///< KokkosBlas::gemm (cuBLAS / OpenBLAS), square: 2 n^3 / s
   double copy_mib = 0;
   int gemm_n = 0;
   std::string device;  ///< GPU or CPU model
 };
 
-/// Measures both peaks (about a second). `device`: sizes for a GPU, else a CPU.
-Peaks measure_peaks(bool device);
+/// Measures both peaks (about a second). `device`: sizes for a GPU, else a CPU;
+/// `double_gemm`: the GEMM in fp64 (dgemm), else fp32 (sgemm).
+Peaks measure_peaks(bool device, bool double_gemm = false);
 
 }  // namespace kcnn_perf

@@ -8,6 +8,7 @@
 #include <Kokkos_Random.hpp>
 #include <kcnn/kcnn.hpp>
 
+#include <cstddef>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -15,7 +16,8 @@
 
 namespace kcnn_perf {
 
-/// One convolution problem (fp32; bias and ReLU, like a network layer).
+/// One convolution problem (bias and ReLU, like a network layer; fp32 unless kcnn_perf
+/// runs with --scalar double).
 struct Shape {
   std::string suite;  ///< "lenet", "resnet3x3", "pointwise", "alexnet", "odd", "custom"
   std::string name;   ///< unique within its suite, e.g. "c1_s2"
@@ -28,9 +30,10 @@ struct Shape {
   bool nhwc() const { return layout == kcnn::Layout::NHWC; }
 
   double flops() const { return 2.0 * N * M * double(P()) * Q() * double(C) * R * S; }
-  /// Bytes moved if each tensor (x, w, bias, y) is read or written exactly once.
-  double bytes() const {
-    return sizeof(float) *
+  /// Bytes moved if each tensor (x, w, bias, y) of `element_bytes`-byte elements is read
+  /// or written exactly once.
+  double bytes(std::size_t element_bytes = sizeof(float)) const {
+    return double(element_bytes) *
            (double(N) * C * H * W + double(M) * C * R * S + M + double(N) * M * P() * Q());
   }
 
@@ -58,13 +61,13 @@ struct Shape {
 };
 
 /// x, w, bias and y of a shape in the shape's layout (kcnn's storage order, which is
-/// also cuDNN's and oneDNN's for NCHW/NHWC), in the memory of `ExecSpace`; the inputs
-/// random in [-1, 1], never zeros.
-template <class ExecSpace>
+/// also cuDNN's and oneDNN's for NCHW/NHWC), in the memory of `ExecSpace`, elements of
+/// `Scalar`; the inputs random in [-1, 1], never zeros.
+template <class ExecSpace, class Scalar = float>
 struct ShapeData {
-  using Tensor = Kokkos::View<float****, Kokkos::LayoutRight, typename ExecSpace::memory_space>;
+  using Tensor = Kokkos::View<Scalar****, Kokkos::LayoutRight, typename ExecSpace::memory_space>;
   Tensor x, w, y;
-  Kokkos::View<float*, typename ExecSpace::memory_space> bias;
+  Kokkos::View<Scalar*, typename ExecSpace::memory_space> bias;
 
   explicit ShapeData(const Shape& sh, unsigned seed = 7) {
     x = sh.nhwc() ? Tensor("x", sh.N, sh.H, sh.W, sh.C) : Tensor("x", sh.N, sh.C, sh.H, sh.W);
@@ -73,9 +76,9 @@ struct ShapeData {
                   : Tensor("y", sh.N, sh.M, sh.P(), sh.Q());
     bias = decltype(bias)("bias", sh.M);
     Kokkos::Random_XorShift64_Pool<ExecSpace> pool(seed);
-    Kokkos::fill_random(x, pool, -1.0f, 1.0f);
-    Kokkos::fill_random(w, pool, -1.0f, 1.0f);
-    Kokkos::fill_random(bias, pool, -1.0f, 1.0f);
+    Kokkos::fill_random(x, pool, Scalar(-1), Scalar(1));
+    Kokkos::fill_random(w, pool, Scalar(-1), Scalar(1));
+    Kokkos::fill_random(bias, pool, Scalar(-1), Scalar(1));
     ExecSpace().fence();
   }
 };
