@@ -10,11 +10,11 @@
 #include <string>
 #include <type_traits>
 
-#include "impl/activation_kernels.hpp"
-#include "impl/epilogue.hpp"  // with_activation
-#include "impl/problem.hpp"
-#include "impl/profiling.hpp"
-#include "impl/view_checks.hpp"
+#include "impl/backward/activation_backward_kernels.hpp"
+#include "impl/common/problem.hpp"
+#include "impl/common/profiling.hpp"
+#include "impl/common/view_checks.hpp"
+#include "impl/epilogue/bias_activation.hpp"  // with_activation
 #include "types.hpp"
 
 namespace kcnn {

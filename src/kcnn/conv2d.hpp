@@ -8,15 +8,15 @@
 
 #include <string>
 
-#include "impl/algo_select.hpp"
-#include "impl/conv2d_im2col_gemm.hpp"
-#include "impl/conv2d_implicit_gemm.hpp"
-#include "impl/conv2d_reference.hpp"
-#include "impl/conv2d_tiled.hpp"
-#include "impl/pool2d_kernels.hpp"
-#include "impl/problem.hpp"
-#include "impl/profiling.hpp"
-#include "impl/view_checks.hpp"
+#include "impl/common/problem.hpp"
+#include "impl/common/profiling.hpp"
+#include "impl/common/view_checks.hpp"
+#include "impl/conv2d/im2col_gemm/im2col_gemm.hpp"
+#include "impl/conv2d/implicit_gemm/implicit_gemm.hpp"
+#include "impl/conv2d/reference/reference_kernel.hpp"
+#include "impl/conv2d/select/auto_rules.hpp"
+#include "impl/conv2d/tiled/tiled.hpp"
+#include "impl/pool2d/pool2d_kernels.hpp"
 #include "types.hpp"
 #include "workspace.hpp"
 

@@ -15,10 +15,10 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "impl/conv2d_backward_gemm.hpp"
-#include "impl/problem.hpp"
-#include "impl/profiling.hpp"
-#include "impl/view_checks.hpp"
+#include "impl/backward/conv2d_backward_gemm.hpp"
+#include "impl/common/problem.hpp"
+#include "impl/common/profiling.hpp"
+#include "impl/common/view_checks.hpp"
 #include "types.hpp"
 #include "workspace.hpp"
 

@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "conv2d.hpp"
-#include "impl/algo_cache.hpp"
-#include "impl/algo_select.hpp"
-#include "impl/problem.hpp"
-#include "impl/profiling.hpp"
-#include "impl/view_checks.hpp"
+#include "impl/common/problem.hpp"
+#include "impl/common/profiling.hpp"
+#include "impl/common/view_checks.hpp"
+#include "impl/conv2d/select/algo_cache.hpp"
+#include "impl/conv2d/select/auto_rules.hpp"
 #include "types.hpp"
 
 namespace kcnn {

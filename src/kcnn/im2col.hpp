@@ -21,12 +21,12 @@
 #include <string>
 #include <type_traits>
 
-#include "impl/im2col_kernels.hpp"
-#include "impl/problem.hpp"
-#include "impl/profiling.hpp"
-#include "impl/tensor_access.hpp"
-#include "impl/unroll_map.hpp"
-#include "impl/view_checks.hpp"
+#include "impl/common/problem.hpp"
+#include "impl/common/profiling.hpp"
+#include "impl/common/tensor_access.hpp"
+#include "impl/common/unroll_map.hpp"
+#include "impl/common/view_checks.hpp"
+#include "impl/im2col/im2col_kernels.hpp"
 #include "types.hpp"
 
 namespace kcnn {

@@ -9,10 +9,10 @@
 #include <string>
 #include <type_traits>
 
-#include "impl/pool2d_kernels.hpp"
-#include "impl/problem.hpp"
-#include "impl/profiling.hpp"
-#include "impl/view_checks.hpp"
+#include "impl/common/problem.hpp"
+#include "impl/common/profiling.hpp"
+#include "impl/common/view_checks.hpp"
+#include "impl/pool2d/pool2d_kernels.hpp"
 #include "types.hpp"
 
 namespace kcnn {

@@ -8,10 +8,10 @@
 #include <string>
 #include <type_traits>
 
-#include "impl/pool2d_backward_kernels.hpp"
-#include "impl/problem.hpp"
-#include "impl/profiling.hpp"
-#include "impl/view_checks.hpp"
+#include "impl/backward/pool2d_backward_kernels.hpp"
+#include "impl/common/problem.hpp"
+#include "impl/common/profiling.hpp"
+#include "impl/common/view_checks.hpp"
 #include "types.hpp"
 
 namespace kcnn {

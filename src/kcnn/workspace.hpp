@@ -23,7 +23,7 @@
 
 #include <cstddef>
 
-#include "impl/workspace_cache.hpp"
+#include "impl/common/workspace_cache.hpp"
 
 namespace kcnn {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/problem.hpp
+/// \file impl/common/problem.hpp
 /// \brief Conv2dProblem: the one place where a convolution's extents are read from its
 ///        Views, checked, and turned into derived sizes. Every algorithm takes it.
 #pragma once
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "../types.hpp"
+#include "../../types.hpp"
 #include "view_checks.hpp"
 #include "workspace_cache.hpp"
 

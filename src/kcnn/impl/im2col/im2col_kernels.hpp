@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/im2col_kernels.hpp
+/// \file impl/im2col/im2col_kernels.hpp
 /// \brief The im2col and col2im kernels, one GPU-shaped and one host-shaped variant per
 ///        layout, all on raw pointers with 64-bit addresses and all indexing through
 ///        UnrollMap / UnrolledStorage (impl/unroll_map.hpp).
@@ -24,122 +24,19 @@
 #include <limits>
 #include <type_traits>
 
-#include "tensor_access.hpp"
-#include "unroll_map.hpp"
+#include "../arch/device_traits.hpp"
+#include "../common/host_loops.hpp"
+#include "../common/index_math.hpp"
+#include "../common/tensor_access.hpp"
+#include "../common/unroll_map.hpp"
 
 namespace kcnn::Impl {
-
-/// Whether kernels for ExecSpace run on the host (and take the host-shaped variants).
-template <class ExecSpace>
-inline constexpr bool runs_on_host_v =
-    std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
 
 /// Which kernel variant a launch takes. Auto: the host-shaped kernels on host spaces,
 /// the GPU-shaped ones on other spaces, with 32-bit thread indices where they provably
 /// fit. Device32 / Device64 force the GPU-shaped kernels (on any space, so that the
 /// host tests cover them too) with 32-bit (where they fit) or 64-bit indices.
 enum class KernelVariant { Auto, Device32, Device64 };
-
-inline bool fits_int32(std::int64_t v) {
-  return v <= std::numeric_limits<std::int32_t>::max();
-}
-
-// ---------------------------------------------------------------------------------
-// Host loop bodies. Separate functions with restrict-qualified pointers so that the
-// compiler knows the source and destination do not alias and vectorizes. The
-// contiguous ones are written in blocks of 16: as plain loops GCC turns them into
-// memcpy/memset calls, whose call overhead dominates the short runs im2col moves (an
-// output row, often a few dozen elements; padding, one or two). Copies and fills end
-// with one block overlapping the previous one; runs shorter than a block take a
-// scalar loop with an early exit (not turned into a call either).
-// ---------------------------------------------------------------------------------
-
-inline constexpr std::int64_t kHostBlock = 16;
-
-template <class T>
-inline void host_zero(T* KOKKOS_RESTRICT dst, std::int64_t n) {
-  if (n < kHostBlock) {
-    for (std::int64_t i = 0; i < kHostBlock; ++i) {
-      if (i >= n) break;
-      dst[i] = T(0);
-    }
-    return;
-  }
-  for (std::int64_t i = 0; i + kHostBlock <= n; i += kHostBlock)
-    for (std::int64_t j = 0; j < kHostBlock; ++j)
-      dst[i + j] = T(0);
-  for (std::int64_t j = 0; j < kHostBlock; ++j)
-    dst[n - kHostBlock + j] = T(0);
-}
-
-template <class T>
-inline void host_copy(T* KOKKOS_RESTRICT dst, const T* KOKKOS_RESTRICT src, std::int64_t n) {
-  if (n < kHostBlock) {
-    for (std::int64_t i = 0; i < kHostBlock; ++i) {
-      if (i >= n) break;
-      dst[i] = src[i];
-    }
-    return;
-  }
-  for (std::int64_t i = 0; i + kHostBlock <= n; i += kHostBlock)
-    for (std::int64_t j = 0; j < kHostBlock; ++j)
-      dst[i + j] = src[i + j];
-  for (std::int64_t j = 0; j < kHostBlock; ++j)
-    dst[n - kHostBlock + j] = src[n - kHostBlock + j];
-}
-
-template <class T>
-inline void host_gather(T* KOKKOS_RESTRICT dst, const T* KOKKOS_RESTRICT src, std::int64_t n,
-                        std::int64_t src_step) {
-  for (std::int64_t i = 0; i < n; ++i)
-    dst[i] = src[i * src_step];
-}
-
-template <class T>
-inline void host_add(T* KOKKOS_RESTRICT dst, const T* KOKKOS_RESTRICT src, std::int64_t n) {
-  std::int64_t i = 0;
-  for (; i + kHostBlock <= n; i += kHostBlock)
-    for (std::int64_t j = 0; j < kHostBlock; ++j)
-      dst[i + j] += src[i + j];
-  for (; i < n; ++i)
-    dst[i] += src[i];
-}
-
-template <class T>
-inline void host_scatter_add(T* KOKKOS_RESTRICT dst, std::int64_t dst_step,
-                             const T* KOKKOS_RESTRICT src, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i)
-    dst[i * dst_step] += src[i];
-}
-
-/// dst[i*step] for i < n, any step (1 takes the contiguous loop).
-template <class T>
-inline void host_copy_strided(T* dst, const T* src, std::int64_t n, std::int64_t src_step) {
-  if (src_step == 1) {
-    host_copy(dst, src, n);
-  } else {
-    host_gather(dst, src, n, src_step);
-  }
-}
-
-template <class T>
-inline void host_zero_strided(T* dst, std::int64_t n, std::int64_t step) {
-  if (step == 1) {
-    host_zero(dst, n);
-  } else {
-    for (std::int64_t i = 0; i < n; ++i)
-      dst[i * step] = T(0);
-  }
-}
-
-template <class T>
-inline void host_add_strided(T* dst, std::int64_t dst_step, const T* src, std::int64_t n) {
-  if (dst_step == 1) {
-    host_add(dst, src, n);
-  } else {
-    host_scatter_add(dst, dst_step, src, n);
-  }
-}
 
 // ---------------------------------------------------------------------------------
 // im2col, GPU-shaped
@@ -465,19 +362,6 @@ struct Col2imNhwcHost {
 // ---------------------------------------------------------------------------------
 // Launchers
 // ---------------------------------------------------------------------------------
-
-/// A host-shaped kernel as a functor and its number of work items, so that it can run
-/// as a parallel_for or serially inside another host kernel.
-template <class Functor>
-struct HostJob {
-  Functor functor;
-  std::int64_t items;
-
-  void run_serial() const {
-    for (std::int64_t i = 0; i < items; ++i)
-      functor(i);
-  }
-};
 
 /// The host-shaped im2col of the pixels [j0, j0 + count) (see im2col_launch); `serial`:
 /// shaped for HostJob::run_serial (fewer, larger work items).

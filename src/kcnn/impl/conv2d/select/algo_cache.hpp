@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/algo_cache.hpp
+/// \file impl/conv2d/select/algo_cache.hpp
 /// \brief The process-wide cache of find_best_algo's winners: its key, the cache itself
 ///        (mutex-protected) and its text file format.
 ///
@@ -34,9 +34,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "../types.hpp"
-#include "problem.hpp"
-#include "view_checks.hpp"
+#include "../../../types.hpp"
+#include "../../common/problem.hpp"
+#include "../../common/view_checks.hpp"
 
 namespace kcnn::Impl {
 

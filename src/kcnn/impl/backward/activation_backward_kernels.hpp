@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/activation_kernels.hpp
+/// \file impl/backward/activation_backward_kernels.hpp
 /// \brief The derivatives of the activations, written in terms of the activation's
 ///        output y = act(z) (what a forward pass keeps), and the element-wise kernel of
 ///        activation_backward.
@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "../types.hpp"
+#include "../../types.hpp"
 
 namespace kcnn::Impl {
 

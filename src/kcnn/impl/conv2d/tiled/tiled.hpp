@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/conv2d_tiled.hpp
+/// \file impl/conv2d/tiled/tiled.hpp
 /// \brief ConvAlgo::Tiled: direct convolution with team scratch memory and register
 ///        blocking, one source for GPUs and CPUs.
 ///
@@ -37,13 +37,15 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "async_copy.hpp"
-#include "epilogue.hpp"
-#include "macros.hpp"
-#include "pool_epilogue.hpp"
-#include "problem.hpp"
-#include "tensor_access.hpp"
-#include "view_checks.hpp"
+#include "../../arch/async_copy.hpp"
+#include "../../arch/device_traits.hpp"
+#include "../../arch/macros.hpp"
+#include "../../common/index_math.hpp"
+#include "../../common/problem.hpp"
+#include "../../common/tensor_access.hpp"
+#include "../../common/view_checks.hpp"
+#include "../../epilogue/bias_activation.hpp"
+#include "../../epilogue/pool_window.hpp"
 
 namespace kcnn::Impl {
 
@@ -66,8 +68,7 @@ struct TiledMicroTile {
 /// registers busy and leave room for the staged input rows.
 template <class ExecSpace>
 struct TiledMicroTiles {
-  static constexpr bool on_host =
-      std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
+  static constexpr bool on_host = runs_on_host_v<ExecSpace>;
   using SmallM = std::conditional_t<on_host, TiledMicroTile<4, 2, 16>, TiledMicroTile<4, 2, 4>>;
   using LargeM = std::conditional_t<on_host, TiledMicroTile<8, 1, 16>, TiledMicroTile<8, 2, 4>>;
 };
@@ -97,17 +98,9 @@ struct TiledGeometry {
   std::int64_t league_size(std::int64_t N) const { return N * tiles_m * row_groups * tiles_q; }
 };
 
-inline int ceil_div(std::int64_t a, std::int64_t b) {
-  return static_cast<int>((a + b - 1) / b);
-}
-
 /// GPU scratch rows and the weight block start on 16-byte boundaries, so that a thread
 /// reads 4 floats with one vector load (see Conv2dTiledKernel::accumulate_vec).
 inline constexpr int kScratchRowAlign = 4;
-
-KOKKOS_INLINE_FUNCTION constexpr std::int64_t round_up(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b * b;
-}
 
 /// At most `cap` threads along a dimension that needs `need`, spread evenly over the
 /// tiles so the last tile is not mostly empty (34 columns in 4-wide blocks: 9 threads,
@@ -151,7 +144,7 @@ TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host, std::si
     // column threads): 17 rows x 1 group = 153 threads in 5 warps, 90% of the lanes
     // useful, where 9 rows x 2 groups (162 threads, 6 warps, two row tiles of 18) had
     // 75%. LeNet C1 (80x80, 20 column threads): 8 rows = 160 threads, 100%.
-    g.threads_q = balanced_threads(need_q, 32);
+    g.threads_q = balanced_threads(need_q, kWarpSize);
     if (!warp_aware) {
       // Strided and runtime-size kernels: up to 4 channel groups first, then rows (their
       // scalar reads of the staged tile were slower with the warp-aware shapes: LeNet
@@ -164,10 +157,10 @@ TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host, std::si
         for (int tp = 1; tp <= need_p; ++tp) {
           const int threads = g.threads_q * tp * tm;
           if (threads > 256) break;
-          const std::int64_t warps = (threads + 31) / 32;
+          const std::int64_t warps = (threads + kWarpSize - 1) / kWarpSize;
           const std::int64_t tiles = std::int64_t(ceil_div(need_m, tm)) * ceil_div(need_p, tp);
           const double useful = double(pb.P) * double(pb.M);  // per column tile: same for all
-          const double lanes = double(tiles) * double(warps * 32) * Micro::BM * Micro::BH;
+          const double lanes = double(tiles) * double(warps * kWarpSize) * Micro::BM * Micro::BH;
           // Small teams restage the halo more often: prefer >= 4 warps when they exist.
           const double score = useful / lanes * (warps >= 4 ? 1.0 : 0.8);
           if (score > best + 1e-9) {
@@ -236,78 +229,6 @@ TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host, std::si
   return g;
 }
 
-/// A position (a, b, c) in a grid whose two fast extents are (B, C), c fastest, moved by
-/// a fixed step with carries instead of a division per element. Every step's c and b
-/// parts are below C and B, so one carry each suffices.
-struct GridWalker {
-  int a, b, c;
-  int step_a, step_b, step_c;
-  int B, C;
-  KOKKOS_INLINE_FUNCTION GridWalker(int start, int step, int C_, int B_) : B(B_), C(C_) {
-    c = start % C;
-    b = (start / C) % B;
-    a = start / (C * B);
-    step_c = step % C;
-    step_b = (step / C) % B;
-    step_a = step / (C * B);
-  }
-  KOKKOS_INLINE_FUNCTION void advance() {
-    c += step_c;
-    int carry = c >= C ? 1 : 0;
-    c -= carry * C;
-    b += step_b + carry;
-    carry = b >= B ? 1 : 0;
-    b -= carry * B;
-    a += step_a + carry;
-  }
-};
-
-/// A GridWalker over a grid that also lies linearly in two tensors: the position
-/// (a, b, c) sits at src = base + a * src_a + b * src_b + c * src_c of a source and at
-/// dst = a * dst_a + b * dst_b + c * dst_c of a destination. Both offsets move with the
-/// walker's carries (a constant per step, plus one correction per carry), where
-/// recomputing them from the coordinates took two chains of multiply-adds per element:
-/// most of the 43 instructions per element that LeNet C1's staging loop executed
-/// (Nsight Compute, H100). Offset: an unsigned type, so that positions outside the
-/// source (padding cells, never read) wrap instead of overflowing.
-template <class Offset>
-struct LinearGridWalker {
-  GridWalker pos;
-  Offset src;
-  int dst;
-  Offset src_step, src_carry_c, src_carry_b;  ///< per step; when c wraps; when b wraps
-  int dst_step, dst_carry_c, dst_carry_b;
-
-  /// strides: {a, b, c} of the source (src_strides) and of the destination.
-  KOKKOS_INLINE_FUNCTION LinearGridWalker(int start, int step, int C, int B, Offset src_base,
-                                          const Offset (&src_strides)[3],
-                                          const int (&dst_strides)[3])
-      : pos(start, step, C, B) {
-    src = src_base + Offset(pos.a) * src_strides[0] + Offset(pos.b) * src_strides[1] +
-          Offset(pos.c) * src_strides[2];
-    src_step = Offset(pos.step_a) * src_strides[0] + Offset(pos.step_b) * src_strides[1] +
-               Offset(pos.step_c) * src_strides[2];
-    src_carry_c = src_strides[1] - Offset(C) * src_strides[2];
-    src_carry_b = src_strides[0] - Offset(B) * src_strides[1];
-    dst = pos.a * dst_strides[0] + pos.b * dst_strides[1] + pos.c * dst_strides[2];
-    dst_step =
-        pos.step_a * dst_strides[0] + pos.step_b * dst_strides[1] + pos.step_c * dst_strides[2];
-    dst_carry_c = dst_strides[1] - C * dst_strides[2];
-    dst_carry_b = dst_strides[0] - B * dst_strides[1];
-  }
-  KOKKOS_INLINE_FUNCTION void advance() {
-    pos.c += pos.step_c;
-    const bool carry_c = pos.c >= pos.C;
-    if (carry_c) pos.c -= pos.C;
-    pos.b += pos.step_b + (carry_c ? 1 : 0);
-    const bool carry_b = pos.b >= pos.B;
-    if (carry_b) pos.b -= pos.B;
-    pos.a += pos.step_a + (carry_b ? 1 : 0);
-    src += src_step + (carry_c ? src_carry_c : Offset(0)) + (carry_b ? src_carry_b : Offset(0));
-    dst += dst_step + (carry_c ? dst_carry_c : 0) + (carry_b ? dst_carry_b : 0);
-  }
-};
-
 /// How a Tiled kernel applies a fused pooling (Conv2dParams::pool).
 enum class TiledPooling {
   None,     ///< no pooling: the conv outputs go to y
@@ -331,18 +252,6 @@ KOKKOS_INLINE_FUNCTION constexpr int tiled_register_window(TiledPooling p) {
   return p == TiledPooling::Registers2x2 ? 2 : p == TiledPooling::Registers4x4 ? 4 : 0;
 }
 
-/// Value `v` of the lane `delta` lanes above in the warp (every lane of a full warp
-/// calls it). Only the CUDA kernels use it (conv2d_tiled_filter_dispatch).
-template <class T>
-KOKKOS_FORCEINLINE_FUNCTION T warp_shuffle_down(T v, int delta) {
-#if defined(__CUDA_ARCH__)
-  return __shfl_down_sync(0xffffffffu, v, delta);
-#else
-  (void)delta;
-  return v;
-#endif
-}
-
 /// Launch choices of ConvAlgo::Tiled that tests steer (Impl::conv2d_tiled's last
 /// argument).
 struct TiledTuning {
@@ -359,9 +268,9 @@ struct TiledTuning {
 /// below it, t + threads_q, in its own warp, and all warps are full: the condition of
 /// TiledPooling::Registers4x4 with two rows per micro-tile.
 inline bool tiled_pool_pairs_share_warps(const TiledGeometry& g) {
-  if (g.team_size % 32 != 0 || g.threads_p % 2 != 0) return false;
+  if (g.team_size % kWarpSize != 0 || g.threads_p % 2 != 0) return false;
   for (int t = 0; t < g.team_size; ++t)
-    if ((t / g.threads_q) % 2 == 0 && t % 32 + g.threads_q >= 32) return false;
+    if ((t / g.threads_q) % 2 == 0 && t % kWarpSize + g.threads_q >= kWarpSize) return false;
   return true;
 }
 
@@ -378,8 +287,7 @@ struct Conv2dTiledKernel {
   using ScratchView = Kokkos::View<scalar*, typename ExecSpace::scratch_memory_space,
                                    Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   static constexpr int BM = Micro::BM, BH = Micro::BH, BW = Micro::BW;
-  static constexpr bool on_host =
-      std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
+  static constexpr bool on_host = runs_on_host_v<ExecSpace>;
 
   XView x;
   WView w;
@@ -1251,7 +1159,7 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
   using Kernel =
       Conv2dTiledKernel<L, KR, KS, Unit, Pooling, Micro, ExecSpace, XView, WView, BView, YView>;
   using Scalar = typename Kernel::scalar;
-  constexpr bool on_host = std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
+  constexpr bool on_host = runs_on_host_v<ExecSpace>;
   constexpr bool Pooled = Kernel::Pooled;
   // GPUs, unit-stride kernels with compile-time filters and 64-accumulator micro-tiles:
   // at most 128 registers per thread (launch bound 256 threads x 2 teams), so that a
@@ -1263,9 +1171,8 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
   // 84 -> 96, 1.45 -> 1.52 ms) and lost speed on the strided ones (C1 at stride 2: 1.03 ->
   // 1.28 ms). H100, Nsight Compute and kcnn_perf.
   constexpr bool bounded = Kernel::vector_loads && Micro::BM * Micro::BH * Micro::BW >= 64;
-  using Policy =
-      std::conditional_t<bounded, Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<256, 2>>,
-                         Kokkos::TeamPolicy<ExecSpace>>;
+  using Policy = std::conditional_t<bounded, BoundedTeamPolicy<ExecSpace, 256, 2>,
+                                    Kokkos::TeamPolicy<ExecSpace>>;
   // Leave room for the block's alignment and the halo tile's rounding to 16 bytes.
   const std::size_t budget = static_cast<std::size_t>(Policy::scratch_size_max(0)) - 256;
   // Rows padded to 16 bytes only for the vector loads: the scalar strided path reads
@@ -1283,7 +1190,7 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
   }
   if constexpr (Kernel::kMultiTile) {
     if (g.c_chunk >= pb.C && g.tiles_p > 1) {
-      const std::int64_t sms = std::max<std::int64_t>(1, space.concurrency() / 2048);
+      const std::int64_t sms = multiprocessor_count(space);
       const std::int64_t keep = std::max<std::int64_t>(1, tuning.min_teams_per_sm * sms);
       const std::int64_t per_team = tuning.force_tiles_per_team > 0 ? tuning.force_tiles_per_team
                                                                     : g.league_size(pb.N) / keep;
@@ -1334,7 +1241,7 @@ void conv2d_tiled_filter_dispatch(const ExecSpace& space, const XView& x, const 
                                   const BView& bias, const YView& y, const Conv2dProblem& pb,
                                   const TiledTuning& tuning) {
   const std::int64_t k = pb.R == pb.S ? pb.R : 0;
-  constexpr bool on_host = std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
+  constexpr bool on_host = runs_on_host_v<ExecSpace>;
   const Pool2dParams& pool = pb.pool;
   // Square windows at their own stride without padding: the register pooling paths.
   const int square_window = pool.window_h == pool.window_w && pool.stride_h == pool.window_h &&
@@ -1350,11 +1257,7 @@ void conv2d_tiled_filter_dispatch(const ExecSpace& space, const XView& x, const 
     } else if constexpr (!on_host && Micro::BH % 2 == 0 && Micro::BW % 2 == 0) {
       // (4x4 windows pair threads with a warp shuffle: CUDA only.)
       constexpr bool can_4x4 = Micro::BW % 4 == 0 && (Micro::BH % 4 == 0 || Micro::BH == 2) &&
-#if defined(KOKKOS_ENABLE_CUDA)
-                               std::is_same_v<ExecSpace, Kokkos::Cuda>;
-#else
-                               false;
-#endif
+                               has_warp_shuffle_v<ExecSpace>;
       if (square_window == 2) {
         conv2d_tiled_launch<L, K, K, Unit, TiledPooling::Registers2x2, Micro>(space, x, w, bias, y,
                                                                               pb, tuning);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/pool2d_backward_kernels.hpp
+/// \file impl/backward/pool2d_backward_kernels.hpp
 /// \brief The kernel of pool2d_backward: a gather, one thread per input-gradient element,
 ///        summing the output gradients of the windows that cover it. No atomics, so the
 ///        result is deterministic also with overlapping windows.
@@ -17,11 +17,11 @@
 
 #include <cstdint>
 
-#include "pool_epilogue.hpp"
-#include "problem.hpp"
-#include "tensor_access.hpp"
-#include "unroll_map.hpp"
-#include "view_checks.hpp"
+#include "../common/problem.hpp"
+#include "../common/tensor_access.hpp"
+#include "../common/unroll_map.hpp"
+#include "../common/view_checks.hpp"
+#include "../epilogue/pool_window.hpp"
 
 namespace kcnn::Impl {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/conv2d_implicit_gemm.hpp
+/// \file impl/conv2d/implicit_gemm/implicit_gemm.hpp
 /// \brief ConvAlgo::ImplicitGemm: the convolution as the GEMM
 ///        out(m, j) = sum_k W(m, k) * X(k, j), m over output channels, j over output
 ///        pixels (n, p, q), k over taps (c, r, s), where the unrolled matrix X is never
@@ -36,15 +36,17 @@
 #include <limits>
 #include <type_traits>
 
-#include "epilogue.hpp"
-#include "im2col_kernels.hpp"
-#include "macros.hpp"
-#include "pool_epilogue.hpp"
-#include "problem.hpp"
-#include "tensor_access.hpp"
-#include "unroll_map.hpp"
-#include "view_checks.hpp"
-#include "workspace_cache.hpp"
+#include "../../arch/device_traits.hpp"
+#include "../../arch/macros.hpp"
+#include "../../common/index_math.hpp"
+#include "../../common/problem.hpp"
+#include "../../common/tensor_access.hpp"
+#include "../../common/unroll_map.hpp"
+#include "../../common/view_checks.hpp"
+#include "../../common/workspace_cache.hpp"
+#include "../../epilogue/bias_activation.hpp"
+#include "../../epilogue/pool_window.hpp"
+#include "../../im2col/im2col_kernels.hpp"
 
 namespace kcnn::Impl {
 
@@ -790,8 +792,7 @@ inline bool implicit_gemm_fuses_pool(const Pool2dParams& pool) {
 template <class Tile, bool Pooled, Layout L, class ExecSpace, class T>
 void implicit_gemm_device_launch_as(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o) {
   using Kernel = ImplicitGemmDeviceKernel<L, Tile, ExecSpace, T, Pooled>;
-  using Policy =
-      Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<Tile::threads, Tile::min_teams_per_sm>>;
+  using Policy = BoundedTeamPolicy<ExecSpace, Tile::threads, Tile::min_teams_per_sm>;
   const std::int64_t m_blocks = (o.M + Tile::BM - 1) / Tile::BM;
   const std::int64_t per_team = o.pooling.columns_per_team(Tile::BN);
   const std::int64_t league = m_blocks * ((o.J + per_team - 1) / per_team);
@@ -844,8 +845,7 @@ template <class Tile, Layout L, class ExecSpace, class T>
 void implicit_gemm_device_launch_split(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
                                        int k_slices) {
   using Kernel = ImplicitGemmDeviceKernel<L, Tile, ExecSpace, T, false, true>;
-  using Policy =
-      Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<Tile::threads, Tile::min_teams_per_sm>>;
+  using Policy = BoundedTeamPolicy<ExecSpace, Tile::threads, Tile::min_teams_per_sm>;
   const int steps = (o.K + Tile::BK - 1) / Tile::BK;
   const int steps_per_slice = (steps + k_slices - 1) / k_slices;
   k_slices = (steps + steps_per_slice - 1) / steps_per_slice;  // none empty
@@ -936,7 +936,7 @@ void conv2d_implicit_gemm(const ExecSpace& space, const XView& x, const WView& w
       // The widest tile that still gives every multiprocessor two teams (concurrency()
       // counts 2048 threads per SM on the GPUs we target).
       using Tiles = ImplicitGemmDeviceTiles;
-      const std::int64_t sms = std::max<std::int64_t>(1, space.concurrency() / 2048);
+      const std::int64_t sms = multiprocessor_count(space);
       const std::int64_t enough = 2 * sms;
       if (o.M > Tiles::LargeM::BM) {
         // 128 x 128 tiles that fill the GPU's waves poorly, and a long K: split K.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/algo_select.hpp
+/// \file impl/conv2d/select/auto_rules.hpp
 /// \brief How `ConvAlgo::Auto` chooses: the tuner's cached winner for the exact problem
 ///        if there is one, else a heuristic from the shape, layout and backend. Also the
 ///        list of algorithms this build implements.
@@ -12,9 +12,9 @@
 #include <initializer_list>
 #include <string>
 
-#include "../types.hpp"
+#include "../../../types.hpp"
+#include "../../common/problem.hpp"
 #include "algo_cache.hpp"
-#include "problem.hpp"
 
 namespace kcnn::Impl {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/conv2d_reference.hpp
+/// \file impl/conv2d/reference/reference_kernel.hpp
 /// \brief ConvAlgo::Reference: one thread per output element, a plain loop over input
 ///        channels and filter taps. Obviously correct, the ground truth for the others.
 #pragma once
@@ -8,9 +8,9 @@
 
 #include <cstdint>
 
-#include "epilogue.hpp"
-#include "problem.hpp"
-#include "tensor_access.hpp"
+#include "../../common/problem.hpp"
+#include "../../common/tensor_access.hpp"
+#include "../../epilogue/bias_activation.hpp"
 
 namespace kcnn::Impl {
 

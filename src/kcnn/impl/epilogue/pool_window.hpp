@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/pool_epilogue.hpp
+/// \file impl/epilogue/pool_window.hpp
 /// \brief The one definition of a pooling window's reduction, shared by pool2d_forward's
 ///        kernels and by convolution kernels that pool their own outputs (fused pooling).
 ///
@@ -25,8 +25,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../types.hpp"
-#include "epilogue.hpp"
+#include "../../types.hpp"
+#include "bias_activation.hpp"
 
 namespace kcnn::Impl {
 

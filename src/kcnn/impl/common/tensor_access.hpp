@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/tensor_access.hpp
+/// \file impl/common/tensor_access.hpp
 /// \brief Layout-aware element access to 4-D tensors by logical (batch, channel, row,
 ///        column) coordinates, so kernels are written once for NCHW and NHWC.
 #pragma once
@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "../types.hpp"
+#include "../../types.hpp"
 
 namespace kcnn::Impl {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/profiling.hpp
+/// \file impl/common/profiling.hpp
 /// \brief A scoped Kokkos profiling region, so that Kokkos Tools show which kcnn
 ///        operation (and which algorithm) a kernel belongs to.
 #pragma once

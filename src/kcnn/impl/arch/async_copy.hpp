@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/async_copy.hpp
+/// \file impl/arch/async_copy.hpp
 /// \brief Element copies from global memory into team scratch that do not wait for
 ///        their load: on NVIDIA GPUs from sm_80 on, `cp.async` (the hardware moves the
 ///        element straight into shared memory, no register holds it, the thread goes

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/epilogue.hpp
+/// \file impl/epilogue/bias_activation.hpp
 /// \brief What happens to an accumulated convolution value before it is stored:
 ///        bias, then activation. Shared by every algorithm so that they agree exactly.
 #pragma once
@@ -8,8 +8,8 @@
 
 #include <type_traits>
 
-#include "../types.hpp"
-#include "macros.hpp"
+#include "../../types.hpp"
+#include "../arch/macros.hpp"
 
 namespace kcnn::Impl {
 

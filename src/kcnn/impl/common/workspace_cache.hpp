@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/workspace_cache.hpp
+/// \file impl/common/workspace_cache.hpp
 /// \brief Scratch memory that algorithms such as Im2colGemm reuse across calls instead
 ///        of allocating per call: one growing buffer per execution-space instance.
 ///

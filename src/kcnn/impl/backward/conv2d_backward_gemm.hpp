@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/conv2d_backward_gemm.hpp
+/// \file impl/backward/conv2d_backward_gemm.hpp
 /// \brief The backward convolutions through the unrolled matrix and KokkosBlas::gemm:
 ///        the input gradient as a GEMM into unrolled columns folded back by col2im, the
 ///        weight gradient as im2col followed by a GEMM, the bias gradient as a reduction.
@@ -33,14 +33,16 @@
 #include <cstdint>
 #include <limits>
 
-#include "blas/gemm.hpp"
-#include "conv2d_im2col_gemm.hpp"
-#include "im2col_kernels.hpp"
-#include "problem.hpp"
-#include "tensor_access.hpp"
-#include "unroll_map.hpp"
-#include "view_checks.hpp"
-#include "workspace_cache.hpp"
+#include "../arch/device_traits.hpp"
+#include "../blas/gemm.hpp"
+#include "../common/index_math.hpp"
+#include "../common/problem.hpp"
+#include "../common/tensor_access.hpp"
+#include "../common/unroll_map.hpp"
+#include "../common/view_checks.hpp"
+#include "../common/workspace_cache.hpp"
+#include "../conv2d/im2col_gemm/im2col_gemm.hpp"
+#include "../im2col/im2col_kernels.hpp"
 
 namespace kcnn::Impl {
 

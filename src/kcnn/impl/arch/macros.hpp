@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/macros.hpp
+/// \file impl/arch/macros.hpp
 /// \brief Small portability macros for kernels.
 #pragma once
 

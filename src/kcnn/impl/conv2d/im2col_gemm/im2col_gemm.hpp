@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/conv2d_im2col_gemm.hpp
+/// \file impl/conv2d/im2col_gemm/im2col_gemm.hpp
 /// \brief ConvAlgo::Im2colGemm: unroll a chunk of the batch into a scratch matrix
 ///        (im2col), multiply it with the weights (KokkosBlas::gemm, which reaches cuBLAS
 ///        on CUDA and the host BLAS, OpenBLAS here, on the host), then one fused pass for
@@ -56,15 +56,18 @@
 #include <limits>
 #include <type_traits>
 
-#include "blas/gemm.hpp"
-#include "blas/host_blas.hpp"
-#include "epilogue.hpp"
-#include "im2col_kernels.hpp"
-#include "problem.hpp"
-#include "tensor_access.hpp"
-#include "unroll_map.hpp"
-#include "view_checks.hpp"
-#include "workspace_cache.hpp"
+#include "../../arch/device_traits.hpp"
+#include "../../blas/gemm.hpp"
+#include "../../blas/host_blas.hpp"
+#include "../../common/host_loops.hpp"
+#include "../../common/index_math.hpp"
+#include "../../common/problem.hpp"
+#include "../../common/tensor_access.hpp"
+#include "../../common/unroll_map.hpp"
+#include "../../common/view_checks.hpp"
+#include "../../common/workspace_cache.hpp"
+#include "../../epilogue/bias_activation.hpp"
+#include "../../im2col/im2col_kernels.hpp"
 
 namespace kcnn::Impl {
 
@@ -88,13 +91,6 @@ struct Im2colGemmPlan {
   std::size_t slot_bytes() const { return cols_bytes + out_bytes; }
   std::size_t workspace_bytes() const { return w_bytes + std::size_t(slots) * slot_bytes(); }
 };
-
-/// Scratch parts start on this boundary.
-inline constexpr std::size_t kScratchAlign = 256;
-
-inline std::size_t align_up(std::size_t bytes) {
-  return (bytes + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
-}
 
 /// Tuning knobs of the plan (defaults are the library's choice; tests override them to
 /// force each formulation on small problems).

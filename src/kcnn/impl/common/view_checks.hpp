@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/view_checks.hpp
+/// \file impl/common/view_checks.hpp
 /// \brief Compile-time checks on the View types a public operation receives, and the
 ///        run-time checks on Views (contiguity, aliasing) that every operation shares.
 #pragma once
@@ -11,7 +11,7 @@
 #include <string>
 #include <type_traits>
 
-#include "../types.hpp"
+#include "../../types.hpp"
 
 namespace kcnn::Impl {
 

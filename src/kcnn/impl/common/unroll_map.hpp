@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/unroll_map.hpp
+/// \file impl/common/unroll_map.hpp
 /// \brief THE index mapping of the unrolled ("im2col") matrix of a convolution: which
 ///        input element (n, c, h, w) sits at which row and column. im2col, col2im,
 ///        Im2colGemm and any implicit-GEMM kernel use these helpers and nothing else,
@@ -27,7 +27,7 @@
 
 #include <cstdint>
 
-#include "../types.hpp"
+#include "../../types.hpp"
 #include "problem.hpp"
 #include "tensor_access.hpp"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-/// \file impl/pool2d_kernels.hpp
+/// \file impl/pool2d/pool2d_kernels.hpp
 /// \brief The kernels of pool2d_forward (and of the pooling pass of conv2d_forward's
 ///        two-pass fused path). Pooling is memory-bound: each kernel reads x about once
 ///        and writes y once; the window reduction itself is pool_epilogue.hpp's.
@@ -25,54 +25,14 @@
 #include <limits>
 #include <type_traits>
 
-#include "pool_epilogue.hpp"
-#include "problem.hpp"
-#include "tensor_access.hpp"
-#include "view_checks.hpp"
+#include "../arch/device_traits.hpp"
+#include "../common/index_math.hpp"
+#include "../common/problem.hpp"
+#include "../common/tensor_access.hpp"
+#include "../common/view_checks.hpp"
+#include "../epilogue/pool_window.hpp"
 
 namespace kcnn::Impl {
-
-/// Host backends get the row kernels, every other backend the flat one.
-template <class ExecSpace>
-inline constexpr bool is_host_exec_space_v =
-    std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace>;
-
-/// Quotient and remainder of a non-negative 32-bit index by a run-time constant with a
-/// wide multiply, an add and a shift instead of a division (the round-up method of
-/// Granlund and Montgomery): integer division would be the flat kernel's main ALU cost.
-/// Exact for every dividend in [0, 2^32) and divisor in [1, 2^31].
-struct FastDivmod32 {
-  std::uint32_t divisor = 1, multiplier = 1;
-  int shift = 0;
-
-  FastDivmod32() = default;
-  explicit FastDivmod32(std::int64_t d) : divisor(static_cast<std::uint32_t>(d < 1 ? 1 : d)) {
-    while ((std::uint64_t(1) << shift) < divisor)
-      ++shift;
-    // ceil-free form: floor(2^32 * (2^shift - d) / d) + 1 < 2^32
-    multiplier = static_cast<std::uint32_t>(
-        ((std::uint64_t(1) << 32) * ((std::uint64_t(1) << shift) - divisor)) / divisor + 1);
-  }
-  KOKKOS_FORCEINLINE_FUNCTION void operator()(int n, int& quotient, int& remainder) const {
-    const std::uint64_t un = static_cast<std::uint32_t>(n);
-    const std::uint64_t q = (((un * multiplier) >> 32) + un) >> shift;
-    quotient = static_cast<int>(q);
-    remainder = static_cast<int>(un - q * divisor);
-  }
-};
-
-/// The same with 64-bit indices, by division (only for tensors of 2^31 elements or more).
-struct Divmod64 {
-  std::int64_t divisor = 1;
-
-  Divmod64() = default;
-  explicit Divmod64(std::int64_t d) : divisor(d < 1 ? 1 : d) {}
-  KOKKOS_FORCEINLINE_FUNCTION void operator()(std::int64_t n, std::int64_t& quotient,
-                                              std::int64_t& remainder) const {
-    quotient = n / divisor;
-    remainder = n - quotient * divisor;
-  }
-};
 
 /// Device kernel: thread `idx` computes the idx-th element of y in memory order, so a
 /// warp stores consecutive addresses. `I` is the index type: int when every element
@@ -420,7 +380,7 @@ enum class Pool2dKernel { Flat32, Flat64, HostRows, Window2x2 };
 /// The kernel pool2d uses on `ExecSpace` for this problem.
 template <class ExecSpace>
 Pool2dKernel default_pool2d_kernel(const Pool2dProblem& pb) {
-  if constexpr (is_host_exec_space_v<ExecSpace>) {
+  if constexpr (runs_on_host_v<ExecSpace>) {
     return Pool2dKernel::HostRows;
   } else {
     // 32-bit indices when no element count (and no index derived from one) can
@@ -436,7 +396,7 @@ Pool2dKernel default_pool2d_kernel(const Pool2dProblem& pb) {
 template <class ExecSpace, class XView, class YView>
 Pool2dKernel default_pool2d_kernel(const Pool2dProblem& pb, const XView& x, const YView& y) {
   using T = view_scalar_t<YView>;
-  if constexpr (!is_host_exec_space_v<ExecSpace>) {
+  if constexpr (!runs_on_host_v<ExecSpace>) {
     const bool row_major = is_row_major(x) && is_row_major(y);
     const bool window2x2 =
         pb.pool.layout == Layout::NCHW
@@ -471,7 +431,7 @@ void pool2d_launch_layout(const ExecSpace& space, const XView& x, const BView& b
     flat(int{});
   } else if (kernel == Pool2dKernel::Flat64) {
     flat(std::int64_t{});
-  } else if constexpr (is_host_exec_space_v<ExecSpace>) {
+  } else if constexpr (runs_on_host_v<ExecSpace>) {
     using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
     if constexpr (L == Layout::NCHW) {
       Kokkos::parallel_for(label, Policy(space, 0, pb.N * pb.C * pb.P),
