@@ -14,6 +14,12 @@
 
 namespace kcnn::Impl {
 
+/// What an algorithm's launch does: Run plans and enqueues its kernels; Check plans
+/// only, making every test of its limits (the same code, so the two cannot disagree)
+/// and throwing the same kcnn::Error, but allocating and enqueuing nothing. An
+/// algorithm's can_implement is its launch in Check mode.
+enum class LaunchMode { Run, Check };
+
 /// Output extent of a (possibly dilated, strided, padded) window sliding over `in`.
 /// Returns a value < 1 when the window does not fit even once.
 KOKKOS_INLINE_FUNCTION constexpr std::int64_t conv_output_extent(std::int64_t in,

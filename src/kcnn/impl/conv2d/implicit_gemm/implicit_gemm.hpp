@@ -790,7 +790,8 @@ inline bool implicit_gemm_fuses_pool(const Pool2dParams& pool) {
 }
 
 template <class Tile, bool Pooled, Layout L, class ExecSpace, class T>
-void implicit_gemm_device_launch_as(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o) {
+void implicit_gemm_device_launch_as(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
+                                    LaunchMode mode) {
   using Kernel = ImplicitGemmDeviceKernel<L, Tile, ExecSpace, T, Pooled>;
   using Policy = BoundedTeamPolicy<ExecSpace, Tile::threads, Tile::min_teams_per_sm>;
   const std::int64_t m_blocks = (o.M + Tile::BM - 1) / Tile::BM;
@@ -798,6 +799,7 @@ void implicit_gemm_device_launch_as(const ExecSpace& space, const ImplicitGemmOp
   const std::int64_t league = m_blocks * ((o.J + per_team - 1) / per_team);
   throw_if(league > std::numeric_limits<int>::max(), "kcnn::conv2d_forward",
            "ConvAlgo::ImplicitGemm: ", league, " tiles exceed the launch limit; split the batch");
+  if (mode == LaunchMode::Check) return;
   Policy policy(space, static_cast<int>(league), Tile::threads);
   Kokkos::parallel_for(Pooled ? "kcnn::conv2d::implicit_gemm_pool" : "kcnn::conv2d::implicit_gemm",
                        policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes(Pooled))),
@@ -839,20 +841,34 @@ int implicit_gemm_k_slices(const ImplicitGemmOperands<L, T>& o, std::int64_t sms
   return static_cast<int>(best);
 }
 
+/// BK steps per slice when K is split into about `k_slices` slices.
+template <class Tile>
+int implicit_gemm_steps_per_slice(int K, int k_slices) {
+  const int steps = (K + Tile::BK - 1) / Tile::BK;
+  return (steps + k_slices - 1) / k_slices;
+}
+/// The slices that split actually has (none empty): at most `k_slices`.
+template <class Tile>
+int implicit_gemm_nonempty_slices(int K, int k_slices) {
+  const int steps = (K + Tile::BK - 1) / Tile::BK;
+  const int per_slice = implicit_gemm_steps_per_slice<Tile>(K, k_slices);
+  return (steps + per_slice - 1) / per_slice;
+}
+
 /// Tile `Tile` with K split into about `k_slices` slices (implicit_gemm_k_slices): the
 /// partial sums in the cached workspace, then ImplicitGemmSplitKReduce.
 template <class Tile, Layout L, class ExecSpace, class T>
 void implicit_gemm_device_launch_split(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
-                                       int k_slices) {
+                                       int k_slices, LaunchMode mode) {
   using Kernel = ImplicitGemmDeviceKernel<L, Tile, ExecSpace, T, false, true>;
   using Policy = BoundedTeamPolicy<ExecSpace, Tile::threads, Tile::min_teams_per_sm>;
-  const int steps = (o.K + Tile::BK - 1) / Tile::BK;
-  const int steps_per_slice = (steps + k_slices - 1) / k_slices;
-  k_slices = (steps + steps_per_slice - 1) / steps_per_slice;  // none empty
+  const int steps_per_slice = implicit_gemm_steps_per_slice<Tile>(o.K, k_slices);
+  k_slices = implicit_gemm_nonempty_slices<Tile>(o.K, k_slices);
   const std::int64_t m_blocks = (o.M + Tile::BM - 1) / Tile::BM;
   const std::int64_t teams = implicit_gemm_teams<Tile>(o.M, o.J);
   throw_if(teams * k_slices > std::numeric_limits<int>::max(), "kcnn::conv2d_forward",
            "internal: ImplicitGemm split K over ", teams, " tiles");
+  if (mode == LaunchMode::Check) return;
   auto lease = WorkspaceCache<ExecSpace>::acquire(
       space, static_cast<std::size_t>(k_slices) * sizeof(T) * std::size_t(o.M) * std::size_t(o.J));
   T* const partial = reinterpret_cast<T*>(lease.data());
@@ -871,10 +887,11 @@ void implicit_gemm_device_launch_split(const ExecSpace& space, const ImplicitGem
 /// BM x BN conv tile fits team scratch are compiled for it; the tile choice never hands
 /// a pooling to the others).
 template <class Tile, Layout L, class ExecSpace, class T>
-void implicit_gemm_device_launch(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o) {
-  if (!o.pooling.enabled) return implicit_gemm_device_launch_as<Tile, false>(space, o);
+void implicit_gemm_device_launch(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
+                                 LaunchMode mode = LaunchMode::Run) {
+  if (!o.pooling.enabled) return implicit_gemm_device_launch_as<Tile, false>(space, o, mode);
   if constexpr (Tile::BM <= 64) {
-    implicit_gemm_device_launch_as<Tile, true>(space, o);
+    implicit_gemm_device_launch_as<Tile, true>(space, o, mode);
   } else {
     throw_if(true, "kcnn::conv2d_forward", "internal: ImplicitGemm tile ", Tile::BM, "x", Tile::BN,
              " chosen for a fused pooling");
@@ -882,7 +899,8 @@ void implicit_gemm_device_launch(const ExecSpace& space, const ImplicitGemmOpera
 }
 
 template <Layout L, class ExecSpace, class T>
-void implicit_gemm_host_launch(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o) {
+void implicit_gemm_host_launch(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
+                               LaunchMode mode) {
   using Kernel = ImplicitGemmHostKernel<L, ExecSpace, T>;
   using Tile = ImplicitGemmHostTile;
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
@@ -910,55 +928,106 @@ void implicit_gemm_host_launch(const ExecSpace& space, const ImplicitGemmOperand
            "ConvAlgo::ImplicitGemm: C*R*S = ", o.K, " needs ", scratch,
            " bytes of team scratch, more than the backend's ", Policy::scratch_size_max(1),
            "; use another algorithm");
+  if (mode == LaunchMode::Check) return;
   Policy policy(space, static_cast<int>(league), 1);
   Kokkos::parallel_for(
       o.pooling.enabled ? "kcnn::conv2d::implicit_gemm_pool" : "kcnn::conv2d::implicit_gemm",
       policy.set_scratch_size(1, Kokkos::PerTeam(scratch)), Kernel{o, static_cast<int>(bn)});
 }
 
-/// Runs ConvAlgo::ImplicitGemm; `pb` has been validated against the Views.
+/// The device tile ImplicitGemm runs a problem with, and its split of K.
+enum class ImplicitGemmDeviceTile { SmallM, MidM, LargeM, HugeM, Narrow, Double };
+struct ImplicitGemmDevicePlan {
+  ImplicitGemmDeviceTile tile = ImplicitGemmDeviceTile::LargeM;
+  int k_slices = 1;  ///< > 1: HugeM with K split, partial sums in the workspace
+};
+
+/// The device tile choice: by element type, then by the filters M; above 64 filters the
+/// widest tile that still gives every multiprocessor two teams, with K split where
+/// 128 x 128 tiles fill the GPU's waves poorly (implicit_gemm_k_slices).
+template <Layout L, class T>
+ImplicitGemmDevicePlan implicit_gemm_device_plan(const ImplicitGemmOperands<L, T>& o,
+                                                 std::int64_t multiprocessors,
+                                                 std::size_t workspace_limit) {
+  using Tiles = ImplicitGemmDeviceTiles;
+  using Id = ImplicitGemmDeviceTile;
+  if constexpr (!std::is_same_v<T, float>) {
+    return {Id::Double, 1};
+  } else {
+    if (o.M <= Tiles::SmallM::BM) return {Id::SmallM, 1};
+    if (o.M <= Tiles::MidM::BM) return {Id::MidM, 1};
+    const std::int64_t enough = 2 * multiprocessors;
+    if (o.M > Tiles::LargeM::BM) {
+      const int slices = implicit_gemm_k_slices<Tiles::HugeM>(o, multiprocessors, workspace_limit);
+      if (slices > 1) return {Id::HugeM, slices};
+    }
+    // A fused pooling's 128 x 128 conv tile would not fit the scratch limit: LargeM.
+    if (o.M > Tiles::LargeM::BM && !o.pooling.enabled &&
+        implicit_gemm_teams<Tiles::HugeM>(o.M, o.J) >= enough)
+      return {Id::HugeM, 1};
+    if (implicit_gemm_teams<Tiles::LargeM>(o.M, o.J) >= enough) return {Id::LargeM, 1};
+    return {Id::Narrow, 1};
+  }
+}
+
+/// Workspace bytes of a device plan: the split K's partial sums (slices x M x J).
+template <Layout L, class T>
+std::size_t implicit_gemm_workspace_bytes(const ImplicitGemmOperands<L, T>& o,
+                                          const ImplicitGemmDevicePlan& plan) {
+  if (plan.k_slices <= 1) return 0;
+  const int slices =
+      implicit_gemm_nonempty_slices<ImplicitGemmDeviceTiles::HugeM>(o.K, plan.k_slices);
+  return static_cast<std::size_t>(slices) * sizeof(T) * std::size_t(o.M) * std::size_t(o.J);
+}
+
+/// Runs (or with LaunchMode::Check only plans and checks) ConvAlgo::ImplicitGemm; `pb`
+/// has been validated against the Views. Returns the workspace bytes the run takes.
 template <class ExecSpace, class XView, class WView, class BView, class YView>
-void conv2d_implicit_gemm(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
-                          const YView& y, const Conv2dProblem& pb) {
+std::size_t conv2d_implicit_gemm(const ExecSpace& space, const XView& x, const WView& w,
+                                 const BView& bias, const YView& y, const Conv2dProblem& pb,
+                                 LaunchMode mode = LaunchMode::Run) {
   using T = view_scalar_t<YView>;
-  auto run = [&](auto layout_tag) {
+  auto run = [&](auto layout_tag) -> std::size_t {
     constexpr Layout L = decltype(layout_tag)::value;
     const auto o = implicit_gemm_operands<L>(x, w, bias, y, pb);
     if constexpr (runs_on_host_v<ExecSpace>) {
-      implicit_gemm_host_launch(space, o);
-    } else if constexpr (!std::is_same_v<T, float>) {
-      implicit_gemm_device_launch<ImplicitGemmDeviceTiles::Double>(space, o);
-    } else if (o.M <= ImplicitGemmDeviceTiles::SmallM::BM) {
-      implicit_gemm_device_launch<ImplicitGemmDeviceTiles::SmallM>(space, o);
-    } else if (o.M <= ImplicitGemmDeviceTiles::MidM::BM) {
-      implicit_gemm_device_launch<ImplicitGemmDeviceTiles::MidM>(space, o);
+      implicit_gemm_host_launch(space, o, mode);
+      return 0;
     } else {
-      // The widest tile that still gives every multiprocessor two teams (concurrency()
-      // counts 2048 threads per SM on the GPUs we target).
       using Tiles = ImplicitGemmDeviceTiles;
-      const std::int64_t sms = multiprocessor_count(space);
-      const std::int64_t enough = 2 * sms;
-      if (o.M > Tiles::LargeM::BM) {
-        // 128 x 128 tiles that fill the GPU's waves poorly, and a long K: split K.
-        const int slices = implicit_gemm_k_slices<Tiles::HugeM>(o, sms, pb.workspace_limit_bytes);
-        if (slices > 1) return implicit_gemm_device_launch_split<Tiles::HugeM>(space, o, slices);
-      }
-      // A fused pooling's 128 x 128 conv tile would not fit the scratch limit: LargeM.
-      if (o.M > Tiles::LargeM::BM && !o.pooling.enabled &&
-          implicit_gemm_teams<Tiles::HugeM>(o.M, o.J) >= enough) {
-        implicit_gemm_device_launch<Tiles::HugeM>(space, o);
-      } else if (implicit_gemm_teams<Tiles::LargeM>(o.M, o.J) >= enough) {
-        implicit_gemm_device_launch<Tiles::LargeM>(space, o);
+      using Id = ImplicitGemmDeviceTile;
+      const ImplicitGemmDevicePlan plan =
+          implicit_gemm_device_plan(o, multiprocessor_count(space), pb.workspace_limit_bytes);
+      if constexpr (!std::is_same_v<T, float>) {
+        implicit_gemm_device_launch<Tiles::Double>(space, o, mode);
       } else {
-        implicit_gemm_device_launch<Tiles::Narrow>(space, o);
+        switch (plan.tile) {
+          case Id::SmallM:
+            implicit_gemm_device_launch<Tiles::SmallM>(space, o, mode);
+            break;
+          case Id::MidM:
+            implicit_gemm_device_launch<Tiles::MidM>(space, o, mode);
+            break;
+          case Id::HugeM:
+            if (plan.k_slices > 1) {
+              implicit_gemm_device_launch_split<Tiles::HugeM>(space, o, plan.k_slices, mode);
+            } else {
+              implicit_gemm_device_launch<Tiles::HugeM>(space, o, mode);
+            }
+            break;
+          case Id::LargeM:
+            implicit_gemm_device_launch<Tiles::LargeM>(space, o, mode);
+            break;
+          default:
+            implicit_gemm_device_launch<Tiles::Narrow>(space, o, mode);
+            break;
+        }
       }
+      return implicit_gemm_workspace_bytes(o, plan);
     }
   };
-  if (pb.layout == Layout::NCHW) {
-    run(std::integral_constant<Layout, Layout::NCHW>{});
-  } else {
-    run(std::integral_constant<Layout, Layout::NHWC>{});
-  }
+  if (pb.layout == Layout::NCHW) return run(std::integral_constant<Layout, Layout::NCHW>{});
+  return run(std::integral_constant<Layout, Layout::NHWC>{});
 }
 
 }  // namespace kcnn::Impl

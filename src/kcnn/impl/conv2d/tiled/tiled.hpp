@@ -1155,7 +1155,8 @@ struct Conv2dTiledKernel {
 template <Layout L, int KR, int KS, bool Unit, TiledPooling Pooling, class Micro, class ExecSpace,
           class XView, class WView, class BView, class YView>
 void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
-                         const YView& y, const Conv2dProblem& pb, const TiledTuning& tuning) {
+                         const YView& y, const Conv2dProblem& pb, const TiledTuning& tuning,
+                         LaunchMode mode) {
   using Kernel =
       Conv2dTiledKernel<L, KR, KS, Unit, Pooling, Micro, ExecSpace, XView, WView, BView, YView>;
   using Scalar = typename Kernel::scalar;
@@ -1184,8 +1185,8 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
     // Windows spanning two rows of threads need each pair in one full warp; other
     // team shapes pool through scratch.
     if (!tiled_pool_pairs_share_warps(g)) {
-      return conv2d_tiled_launch<L, KR, KS, Unit, TiledPooling::Scratch, Micro>(space, x, w, bias,
-                                                                                y, pb, tuning);
+      return conv2d_tiled_launch<L, KR, KS, Unit, TiledPooling::Scratch, Micro>(
+          space, x, w, bias, y, pb, tuning, mode);
     }
   }
   if constexpr (Kernel::kMultiTile) {
@@ -1228,6 +1229,7 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
     kernel.x_offsets_fit_int = offsets_fit_int(x);
     if (kernel.x_offsets_fit_int) kernel.x_strides32 = logical_strides32<L>(x);
   }
+  if (mode == LaunchMode::Check) return;  // every limit above held
   Kokkos::parallel_for(Pooled ? "kcnn::conv2d::tiled_pool" : "kcnn::conv2d::tiled", policy, kernel);
 }
 
@@ -1239,7 +1241,7 @@ template <Layout L, bool Unit, class Micro, class ExecSpace, class XView, class 
           class YView>
 void conv2d_tiled_filter_dispatch(const ExecSpace& space, const XView& x, const WView& w,
                                   const BView& bias, const YView& y, const Conv2dProblem& pb,
-                                  const TiledTuning& tuning) {
+                                  const TiledTuning& tuning, LaunchMode mode) {
   const std::int64_t k = pb.R == pb.S ? pb.R : 0;
   constexpr bool on_host = runs_on_host_v<ExecSpace>;
   const Pool2dParams& pool = pb.pool;
@@ -1253,24 +1255,24 @@ void conv2d_tiled_filter_dispatch(const ExecSpace& space, const XView& x, const 
     constexpr int K = decltype(extent)::value;
     if (!pb.has_pool) {
       conv2d_tiled_launch<L, K, K, Unit, TiledPooling::None, Micro>(space, x, w, bias, y, pb,
-                                                                    tuning);
+                                                                    tuning, mode);
     } else if constexpr (!on_host && Micro::BH % 2 == 0 && Micro::BW % 2 == 0) {
       // (4x4 windows pair threads with a warp shuffle: CUDA only.)
       constexpr bool can_4x4 = Micro::BW % 4 == 0 && (Micro::BH % 4 == 0 || Micro::BH == 2) &&
                                has_warp_shuffle_v<ExecSpace>;
       if (square_window == 2) {
         conv2d_tiled_launch<L, K, K, Unit, TiledPooling::Registers2x2, Micro>(space, x, w, bias, y,
-                                                                              pb, tuning);
+                                                                              pb, tuning, mode);
       } else if (can_4x4 && square_window == 4) {
         conv2d_tiled_launch<L, K, K, Unit, TiledPooling::Registers4x4, Micro>(space, x, w, bias, y,
-                                                                              pb, tuning);
+                                                                              pb, tuning, mode);
       } else {
         conv2d_tiled_launch<L, K, K, Unit, TiledPooling::Scratch, Micro>(space, x, w, bias, y, pb,
-                                                                         tuning);
+                                                                         tuning, mode);
       }
     } else {
       conv2d_tiled_launch<L, K, K, Unit, TiledPooling::Scratch, Micro>(space, x, w, bias, y, pb,
-                                                                       tuning);
+                                                                       tuning, mode);
     }
   };
   if constexpr (std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace> ||
@@ -1308,7 +1310,7 @@ void conv2d_tiled_filter_dispatch(const ExecSpace& space, const XView& x, const 
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 void conv2d_tiled(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
                   const YView& y, const Conv2dProblem& pb,
-                  const TiledTuning& tuning = TiledTuning{}) {
+                  const TiledTuning& tuning = TiledTuning{}, LaunchMode mode = LaunchMode::Run) {
   using Tiles = TiledMicroTiles<ExecSpace>;
   const bool unit =
       pb.stride_h == 1 && pb.stride_w == 1 && pb.dilation_h == 1 && pb.dilation_w == 1;
@@ -1316,9 +1318,11 @@ void conv2d_tiled(const ExecSpace& space, const XView& x, const WView& w, const 
     constexpr Layout L = decltype(layout_tag)::value;
     constexpr bool U = decltype(unit_tag)::value;
     if (pb.M <= Tiles::SmallM::BM) {
-      conv2d_tiled_filter_dispatch<L, U, typename Tiles::SmallM>(space, x, w, bias, y, pb, tuning);
+      conv2d_tiled_filter_dispatch<L, U, typename Tiles::SmallM>(space, x, w, bias, y, pb, tuning,
+                                                                 mode);
     } else {
-      conv2d_tiled_filter_dispatch<L, U, typename Tiles::LargeM>(space, x, w, bias, y, pb, tuning);
+      conv2d_tiled_filter_dispatch<L, U, typename Tiles::LargeM>(space, x, w, bias, y, pb, tuning,
+                                                                 mode);
     }
   };
   auto with_unit = [&](auto layout_tag) {
