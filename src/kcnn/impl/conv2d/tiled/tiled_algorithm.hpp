@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file impl/conv2d/tiled/tiled_algorithm.hpp
+/// \brief ConvAlgo::Tiled's descriptor: direct convolution from staged halo tiles in
+///        team scratch, register-blocked. Fuses every pooling; no workspace; limits: the
+///        staged tile must fit team scratch (large dilated filters), 32-bit league and
+///        filter offsets.
+#pragma once
+
+#include <cstddef>
+
+#include "../../../types.hpp"
+#include "../../common/problem.hpp"
+#include "tiled.hpp"
+
+namespace kcnn::Impl {
+
+struct TiledAlgorithm {
+  static constexpr ConvAlgo id = ConvAlgo::Tiled;
+  static bool fuses_pool(const Pool2dParams&) { return true; }
+  template <class ExecSpace, class XView, class WView, class BView, class YView>
+  static std::size_t launch(const ExecSpace& space, const XView& x, const WView& w,
+                            const BView& bias, const YView& y, const Conv2dProblem& pb,
+                            LaunchMode mode) {
+    conv2d_tiled(space, x, w, bias, y, pb, TiledTuning{}, mode);
+    return 0;
+  }
+};
+
+}  // namespace kcnn::Impl
