@@ -44,7 +44,14 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator  # noqa: E402
 
-KCNN_ALGOS = ["Reference", "Tiled", "Im2colGemm", "ImplicitGemm", "Auto"]
+
+
+def kcnn_algos(ctx):
+    """kcnn's algorithms as kcnn_perf listed them (its registry, then Auto)."""
+    algos = [a for a in ctx.get("kcnn_algorithms", "").split(",") if a]
+    if not algos:
+        sys.exit("plot.py: the JSON context has no kcnn_algorithms (not a kcnn_perf file?)")
+    return algos
 TO_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
 
@@ -97,11 +104,11 @@ def load(path):
 def impl_order(ctx, rows):
     """Baselines first (in the context's order), then kcnn's algorithms, Auto last."""
     base = [b for b in ctx.get("baselines", "").split(",") if b]
-    algos = [a for a in ctx.get("kcnn_algorithms", "").split(",") if a] or KCNN_ALGOS
+    algos = kcnn_algos(ctx)
     seen = [r["impl"] for r in rows]
-    for impl in seen:  # anything unknown: a baseline unless it is a kcnn algorithm name
+    for impl in seen:  # anything unknown: a baseline
         if impl not in base and impl not in algos:
-            (algos if impl in KCNN_ALGOS else base).append(impl)
+            base.append(impl)
     algos = [a for a in algos if a != "Auto"] + (["Auto"] if "Auto" in algos else [])
     return [i for i in base if i in seen], [a for a in algos if a in seen]
 
@@ -282,11 +289,12 @@ def vs_baseline_chart(ctx, rows, algos, colors, out):
     return True
 
 
-def auto_table(rows):
+def auto_table(ctx, rows):
     """Markdown lines: Auto against the fastest other kcnn algorithm per shape and layout."""
     shapes = OrderedDict()
+    algos = kcnn_algos(ctx)
     for r in rows:
-        if r.get("skipped") is None and r["impl"] in KCNN_ALGOS and r["impl"] != "Reference":
+        if r.get("skipped") is None and r["impl"] in algos and r["impl"] != "Reference":
             shapes.setdefault((r["suite"], r["shape"], r["layout"]), {})[r["impl"]] = r
     lines = ["| shape | best kcnn algorithm | Auto (its pick) | Auto / best |", "| --- | --- | --- | --- |"]
     worst = 0.0
@@ -317,7 +325,7 @@ def main():
         ctx, rows = load(path)
         if args.auto_table:
             print(f"{path}:")
-            print("\n".join(auto_table(rows)))
+            print("\n".join(auto_table(ctx, rows)))
             continue
         if not rows:
             print(f"{path}: no conv2d benchmarks", file=sys.stderr)

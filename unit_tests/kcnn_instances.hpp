@@ -8,15 +8,17 @@
 #include <Kokkos_Core.hpp>
 #include <kcnn/kcnn.hpp>
 
-// Declares (extern) or defines (explicit instantiation) conv2d_dispatch for one
-// execution space and scalar type, on the kernel View types conv2d_forward passes.
+// Declares (extern) or defines (explicit instantiation) conv2d_launch (every registered
+// algorithm, run and check) for one execution space and scalar type, on the kernel View
+// types conv2d_forward passes.
 #define KCNN_TEST_CONV2D_INSTANCE(EXTERN, SPACE, T)                                               \
-  EXTERN template void kcnn::Impl::conv2d_dispatch<                                               \
+  EXTERN template std::size_t kcnn::Impl::conv2d_launch<                                          \
       SPACE, kcnn::Impl::kernel_input4_t<SPACE, T>, kcnn::Impl::kernel_input4_t<SPACE, T>,        \
       kcnn::Impl::kernel_input1_t<SPACE, T>, kcnn::Impl::kernel_output4_t<SPACE, T>>(             \
       const SPACE&, kcnn::ConvAlgo, const kcnn::Impl::kernel_input4_t<SPACE, T>&,                 \
       const kcnn::Impl::kernel_input4_t<SPACE, T>&, const kcnn::Impl::kernel_input1_t<SPACE, T>&, \
-      const kcnn::Impl::kernel_output4_t<SPACE, T>&, const kcnn::Impl::Conv2dProblem&);
+      const kcnn::Impl::kernel_output4_t<SPACE, T>&, const kcnn::Impl::Conv2dProblem&,            \
+      kcnn::Impl::LaunchMode);
 
 // The spaces the tests run on (test_support.hpp: the default space, plus Serial in host
 // builds).

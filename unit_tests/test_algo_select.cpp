@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "test_support.hpp"
@@ -45,8 +46,19 @@ Conv2dProblem pooled(Conv2dProblem pb, int window) {
   return pb;
 }
 
-constexpr AlgoSet kEverything{ConvAlgo::Reference, ConvAlgo::Tiled, ConvAlgo::Im2colGemm,
-                              ConvAlgo::ImplicitGemm};
+constexpr AlgoSet kEverything{kcnn::Impl::implemented_conv_algos};
+
+/// The heuristic on `target` for float elements and a build for host ISA `isa` (the
+/// rules' expectations below name it: the tests do not depend on the machine's ISA).
+kcnn::Impl::AlgoChoice select(const Conv2dProblem& pb, Target target, AlgoSet available,
+                              kcnn::Impl::HostIsa isa = kcnn::Impl::HostIsa::Generic,
+                              kcnn::Impl::ElementKind element = kcnn::Impl::ElementKind::Float32) {
+  kcnn::Impl::AutoContext ctx;
+  ctx.target = target;
+  ctx.element = element;
+  ctx.host_isa = isa;
+  return kcnn::Impl::select_conv2d_algo(pb, ctx, available);
+}
 
 // ---------------------------------------------------------------------------
 // The list of implemented algorithms
@@ -103,8 +115,7 @@ std::vector<Conv2dProblem> heuristic_problems() {
 TEST(AlgoSelect, HeuristicPicksReferenceWhenItIsAllThereIs) {
   for (const auto& pb : heuristic_problems())
     for (Target t : {Target::Host, Target::Device})
-      EXPECT_EQ(kcnn::Impl::select_conv2d_algo(pb, t, AlgoSet{ConvAlgo::Reference}).algo,
-                ConvAlgo::Reference);
+      EXPECT_EQ(select(pb, t, AlgoSet{ConvAlgo::Reference}).algo, ConvAlgo::Reference);
 }
 
 TEST(AlgoSelect, HeuristicRulesWithEveryAlgorithm) {
@@ -174,21 +185,18 @@ TEST(AlgoSelect, HeuristicRulesWithEveryAlgorithm) {
        "host_nchw_gemm"},
   };
   for (const auto& e : table) {
-    const auto choice = kcnn::Impl::select_conv2d_algo(e.pb, e.target, kEverything);
+    const auto choice = select(e.pb, e.target, kEverything);
     EXPECT_EQ(choice.algo, e.algo) << "rule " << choice.reason << ", expected " << e.rule;
     EXPECT_EQ(std::string(choice.reason), e.rule);
   }
   // Preferences fall through to the next algorithm the build has.
   const auto lenet_c1 = problem(10000, 1, 86, 86, 4, 7, 7);
-  EXPECT_EQ(kcnn::Impl::select_conv2d_algo(
-                lenet_c1, Target::Device,
-                AlgoSet{ConvAlgo::Reference, ConvAlgo::Im2colGemm, ConvAlgo::ImplicitGemm})
+  EXPECT_EQ(select(lenet_c1, Target::Device,
+                   AlgoSet{ConvAlgo::Reference, ConvAlgo::Im2colGemm, ConvAlgo::ImplicitGemm})
                 .algo,
             ConvAlgo::ImplicitGemm);
   const auto pointwise = problem(64, 256, 56, 56, 64, 1, 1);
-  EXPECT_EQ(kcnn::Impl::select_conv2d_algo(pointwise, Target::Host,
-                                           AlgoSet{ConvAlgo::Reference, ConvAlgo::Tiled})
-                .algo,
+  EXPECT_EQ(select(pointwise, Target::Host, AlgoSet{ConvAlgo::Reference, ConvAlgo::Tiled}).algo,
             ConvAlgo::Tiled);
 }
 
@@ -201,9 +209,149 @@ TEST(AlgoSelect, HeuristicOnlyPicksAvailableAlgorithms) {
       if (mask & (1u << i)) set = set.with(others[i]);
     for (const auto& pb : heuristic_problems())
       for (Target t : {Target::Host, Target::Device}) {
-        const ConvAlgo got = kcnn::Impl::select_conv2d_algo(pb, t, set).algo;
+        const ConvAlgo got = select(pb, t, set).algo;
         EXPECT_TRUE(set.contains(got)) << kcnn::to_string(got) << " with mask " << mask;
       }
+  }
+}
+
+// The double rules on GPUs and the AVX-512 host rule (TUNING.md).
+TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
+  using kcnn::Impl::ElementKind;
+  using kcnn::Impl::HostIsa;
+  const auto f64 = ElementKind::Float64;
+  struct Expect {
+    Conv2dProblem pb;
+    ConvAlgo algo;
+    std::string rule;
+  };
+  const Expect device_double[] = {
+      {problem(10000, 1, 86, 86, 4, 7, 7), ConvAlgo::Tiled, "device_double_few_filters"},
+      {problem(10000, 4, 40, 40, 16, 7, 7, 2), ConvAlgo::Tiled, "device_double_few_filters"},
+      {problem(64, 64, 56, 56, 64, 3, 3, 1, 1), ConvAlgo::Im2colGemm, "device_double_wide_gemm"},
+      {problem(64, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Im2colGemm,
+       "device_double_wide_gemm"},
+      {problem(64, 256, 56, 56, 64, 1, 1), ConvAlgo::ImplicitGemm, "device_double_pointwise_nchw"},
+      {problem(64, 256, 56, 56, 64, 1, 1, 1, 0, Layout::NHWC), ConvAlgo::Im2colGemm,
+       "device_double_wide_gemm"},
+      {problem(61, 13, 47, 53, 23, 3, 3, 1, 2), ConvAlgo::Tiled, "device_double_nchw_direct"},
+      {problem(61, 13, 47, 53, 23, 3, 3, 1, 2, Layout::NHWC), ConvAlgo::ImplicitGemm,
+       "device_double_default"},
+  };
+  for (const auto& e : device_double) {
+    const auto choice = select(e.pb, Target::Device, kEverything, HostIsa::Generic, f64);
+    EXPECT_EQ(choice.algo, e.algo) << "rule " << choice.reason << ", expected " << e.rule;
+    EXPECT_EQ(std::string(choice.reason), e.rule);
+  }
+  // ResNet's NCHW 3x3 layer on a CPU: the BLAS on AVX-512 builds, ImplicitGemm otherwise.
+  const auto resnet = problem(8, 64, 56, 56, 64, 3, 3, 1, 1);
+  EXPECT_EQ(select(resnet, Target::Host, kEverything, HostIsa::Avx512).algo, ConvAlgo::Im2colGemm);
+  EXPECT_EQ(std::string(select(resnet, Target::Host, kEverything, HostIsa::Avx512).reason),
+            "host_avx512_nchw_long_reduction");
+  EXPECT_EQ(select(resnet, Target::Host, kEverything, HostIsa::Avx2).algo, ConvAlgo::ImplicitGemm);
+  // Every rule names its target, and each target ends with a rule that always applies.
+  for (Target t : {Target::Host, Target::Device})
+    for (const auto& pb : heuristic_problems())
+      EXPECT_NE(std::string(select(pb, t, kEverything).reason), "fallback");
+}
+
+// An algorithm that cannot run the problem is skipped for the rule's next preference.
+TEST(AlgoSelect, HeuristicSkipsAlgorithmsThatCannotRunTheProblem) {
+  kcnn::Impl::AutoContext ctx;
+  ctx.target = Target::Device;
+  const auto lenet_c1 = problem(10000, 1, 86, 86, 4, 7, 7);
+  const auto choice = kcnn::Impl::select_conv2d_algo(
+      lenet_c1, ctx, kEverything, [](ConvAlgo a) { return a != ConvAlgo::Tiled; });
+  EXPECT_EQ(choice.algo, ConvAlgo::ImplicitGemm);
+  EXPECT_EQ(std::string(choice.reason), "device_few_filters");
+}
+
+/// One geometry of the Auto grid below.
+struct GridShape {
+  int C, H, W, M, R, S, stride, pad, dilation;
+};
+
+// Auto only ever picks an algorithm whose can_implement holds, and then runs, over a grid
+// of problems: dilated, strided, padded, 1x1 to 11x11, every pooling shape (none,
+// non-overlapping, overlapping, padded average, windows of more than 64 cells), both
+// layouts, float and double; among them a filter whose dilated span does not fit Tiled's
+// team scratch on GPUs (the rules prefer Tiled for its few filters).
+template <class T>
+void auto_grid(Layout layout) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  using View4 = Kokkos::View<T****, Kokkos::LayoutRight, Space::memory_space>;
+  using View1 = Kokkos::View<const T*, Space::memory_space>;
+  const GridShape shapes[] = {
+      {3, 17, 19, 4, 3, 3, 1, 1, 1},      {5, 23, 21, 20, 5, 5, 2, 2, 1},
+      {4, 31, 29, 9, 3, 3, 1, 2, 2},      {2, 40, 37, 12, 7, 7, 3, 0, 1},
+      {6, 13, 11, 70, 1, 1, 1, 0, 1},     {1, 29, 31, 3, 7, 7, 1, 3, 1},
+      {1, 200, 190, 4, 11, 11, 1, 0, 16},
+  };
+  std::vector<std::optional<kcnn::Pool2dParams>> pools = {std::nullopt};
+  auto pool = [&](kcnn::PoolMode mode, int wh, int ww, int sh, int sw, int ph, int pw) {
+    kcnn::Pool2dParams p;
+    p.mode = mode;
+    p.window_h = wh, p.window_w = ww, p.stride_h = sh, p.stride_w = sw, p.pad_h = ph, p.pad_w = pw;
+    p.layout = layout;
+    pools.push_back(p);
+  };
+  pool(kcnn::PoolMode::Max, 2, 2, 2, 2, 0, 0);
+  pool(kcnn::PoolMode::Max, 4, 4, 4, 4, 0, 0);
+  pool(kcnn::PoolMode::Max, 3, 3, 2, 2, 1, 1);
+  pool(kcnn::PoolMode::Average, 3, 2, 1, 2, 1, 0);
+  pool(kcnn::PoolMode::Max, 9, 9, 9, 9, 0, 0);
+  int checked = 0;
+  for (const GridShape& g : shapes)
+    for (const auto& pl : pools) {
+      kcnn::Conv2dParams params;
+      params.stride_h = params.stride_w = g.stride;
+      params.pad_h = params.pad_w = g.pad;
+      params.dilation_h = params.dilation_w = g.dilation;
+      params.layout = layout;
+      params.activation = kcnn::Activation::ReLU;
+      params.pool = pl;
+      const auto P = kcnn::Impl::conv_output_extent(g.H, g.R, g.stride, g.pad, g.dilation);
+      const auto Q = kcnn::Impl::conv_output_extent(g.W, g.S, g.stride, g.pad, g.dilation);
+      std::int64_t Py = P, Qy = Q;
+      if (pl) {
+        Py = kcnn::Impl::pool_output_extent(P, pl->window_h, pl->stride_h, pl->pad_h);
+        Qy = kcnn::Impl::pool_output_extent(Q, pl->window_w, pl->stride_w, pl->pad_w);
+      }
+      if (P < 1 || Q < 1 || Py < 1 || Qy < 1) continue;
+      const int N = 2;
+      const bool nhwc = layout == Layout::NHWC;
+      View4 x("x", N, nhwc ? g.H : g.C, nhwc ? g.W : g.H, nhwc ? g.C : g.W);
+      View4 w("w", g.M, nhwc ? g.R : g.C, nhwc ? g.S : g.R, nhwc ? g.C : g.S);
+      View4 y("y", N, nhwc ? Py : g.M, nhwc ? Qy : Py, nhwc ? g.M : Qy);
+      Kokkos::deep_copy(x, T(0.5));
+      Kokkos::deep_copy(w, T(0.25));
+      const View1 no_bias;
+      SCOPED_TRACE(::testing::Message()
+                   << "C=" << g.C << " " << g.H << "x" << g.W << " M=" << g.M << " " << g.R << "x"
+                   << g.S << " s" << g.stride << " p" << g.pad << " d" << g.dilation
+                   << (pl ? " pool " + std::to_string(pl->window_h) + "x" +
+                                std::to_string(pl->window_w)
+                          : std::string(" no pool"))
+                   << " " << kcnn::to_string(layout));
+      const ConvAlgo algo = kcnn::resolve_conv2d_algo(Space(), x, w, no_bias, y, params);
+      const auto pb = kcnn::Impl::make_conv2d_problem("test", x, w, no_bias, y, params);
+      const auto why_not = kcnn::Impl::conv2d_can_implement(
+          Space(), algo, kcnn::Impl::as_kernel_view<Space, false>(x),
+          kcnn::Impl::as_kernel_view<Space, false>(w),
+          kcnn::Impl::as_kernel_view<Space, false>(no_bias),
+          kcnn::Impl::as_kernel_view<Space, true>(y), pb);
+      EXPECT_FALSE(why_not.has_value()) << kcnn::to_string(algo) << ": " << why_not.value_or("");
+      EXPECT_NO_THROW(kcnn::conv2d_forward(Space(), x, w, y, params));
+      Space().fence();
+      ++checked;
+    }
+  EXPECT_GT(checked, 30);
+}
+
+TEST(AlgoSelect, AutoOnlyPicksAlgorithmsThatCanImplementTheProblem) {
+  for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+    auto_grid<float>(layout);
+    auto_grid<double>(layout);
   }
 }
 
@@ -239,7 +387,11 @@ struct Problem {
                                            c.params());
   }
   kcnn::Impl::AlgoChoice auto_choice() const {
-    return kcnn::Impl::resolve_auto_algo<Space, decltype(x), decltype(w), decltype(y)>(pb());
+    const Tensor1<T, Space> b = c.bias ? bias : Tensor1<T, Space>();
+    return kcnn::Impl::resolve_auto_algo<Space, decltype(x), decltype(w), decltype(y)>(
+        Space(), kcnn::Impl::as_kernel_view<Space, false>(x),
+        kcnn::Impl::as_kernel_view<Space, false>(w), kcnn::Impl::as_kernel_view<Space, false>(b),
+        kcnn::Impl::as_kernel_view<Space, true>(y), pb());
   }
   kcnn::Impl::AlgoCacheKey key() const {
     return kcnn::Impl::make_algo_cache_key<Space, decltype(x), decltype(w), decltype(y)>(pb());

@@ -29,10 +29,12 @@ std::string param_name(const ::testing::TestParamInfo<ForwardParam>& info) {
          backend_name(p.backend);
 }
 
-/// Algorithms under test; each later algorithm joins this list.
+/// Algorithms under test: every registered one (a new algorithm joins by its registry
+/// line), then Auto.
 std::vector<ConvAlgo> algorithms() {
-  return {ConvAlgo::Reference, ConvAlgo::Tiled, ConvAlgo::Im2colGemm, ConvAlgo::ImplicitGemm,
-          ConvAlgo::Auto};
+  auto list = kcnn::implemented_conv_algos();
+  list.push_back(ConvAlgo::Auto);
+  return list;
 }
 
 std::vector<ForwardParam> forward_params() {

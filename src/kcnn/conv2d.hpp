@@ -11,12 +11,8 @@
 #include "impl/common/problem.hpp"
 #include "impl/common/profiling.hpp"
 #include "impl/common/view_checks.hpp"
-#include "impl/conv2d/im2col_gemm/im2col_gemm.hpp"
-#include "impl/conv2d/implicit_gemm/implicit_gemm.hpp"
-#include "impl/conv2d/reference/reference_kernel.hpp"
+#include "impl/conv2d/dispatch.hpp"
 #include "impl/conv2d/select/auto_rules.hpp"
-#include "impl/conv2d/tiled/tiled.hpp"
-#include "impl/pool2d/pool2d_kernels.hpp"
 #include "types.hpp"
 #include "workspace.hpp"
 
@@ -35,69 +31,6 @@ constexpr void static_check_conv2d_views() {
                     std::is_same_v<view_scalar_t<WView>, T> &&
                     std::is_same_v<view_scalar_t<BView>, T>,
                 "kcnn::conv2d_forward: x, w, bias and y must have the same scalar type");
-}
-
-/// Runs the chosen algorithm on kernel Views (see as_kernel_view); `pb` is validated.
-template <class ExecSpace, class XView, class WView, class BView, class YView>
-void conv2d_dispatch(const ExecSpace& space, ConvAlgo algo, const XView& x, const WView& w,
-                     const BView& bias, const YView& y, const Conv2dProblem& pb) {
-  switch (algo) {
-    case ConvAlgo::Tiled:
-      conv2d_tiled(space, x, w, bias, y, pb);
-      break;
-    case ConvAlgo::Im2colGemm:
-      conv2d_im2col_gemm(space, x, w, bias, y, pb, pb.workspace_limit_bytes);
-      break;
-    case ConvAlgo::ImplicitGemm:
-      conv2d_implicit_gemm(space, x, w, bias, y, pb);
-      break;
-    default:
-      conv2d_reference(space, x, w, bias, y, pb);
-      break;
-  }
-}
-
-/// Whether `algo`'s kernels apply pooling `pool` (Conv2dParams::pool) themselves, in the
-/// same pass (the unpooled output never reaches memory): conv2d_dispatch then hands
-/// them pb.has_pool == true and the pooled y. Otherwise the algorithm receives the
-/// unpooled problem, run into a temporary followed by the pooling kernel
-/// (conv2d_two_pass_pool).
-inline bool conv2d_fuses_pool(ConvAlgo algo, const Pool2dParams& pool) {
-  switch (algo) {
-    case ConvAlgo::Tiled:
-      return true;
-    case ConvAlgo::ImplicitGemm:
-      return implicit_gemm_fuses_pool(pool);
-    case ConvAlgo::Reference:   // two passes by design: it is the ground truth
-    case ConvAlgo::Im2colGemm:  // the GEMM's output is the unpooled tensor
-    case ConvAlgo::Auto:
-      break;
-  }
-  return false;
-}
-
-/// Fused pooling for algorithms without a fused kernel: the convolution (bias,
-/// activation) into a temporary of the unpooled extents, then the pooling kernel from it
-/// into y. The temporary is the instance's cached unpooled-output buffer (see
-/// workspace.hpp): no allocation and no fence per call, and calls on one instance are
-/// stream-ordered, so the next call's convolution cannot overwrite it before this
-/// call's pooling has read it.
-template <class ExecSpace, class XView, class WView, class BView, class YView>
-void conv2d_two_pass_pool(const ExecSpace& space, ConvAlgo algo, const XView& x, const WView& w,
-                          const BView& bias, const YView& y, const Conv2dProblem& pb) {
-  using T = view_scalar_t<YView>;
-  using Temp = Kokkos::View<T****, Kokkos::LayoutRight, typename ExecSpace::memory_space,
-                            Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  using NoBias = Kokkos::View<const T*, typename ExecSpace::memory_space>;
-  const bool nhwc = pb.layout == Layout::NHWC;
-  auto lease = WorkspaceCache<ExecSpace, ScratchForUnpooledOutput>::acquire(
-      space, static_cast<std::size_t>(pb.output_size()) * sizeof(T));
-  const Temp unpooled(reinterpret_cast<T*>(lease.data()), pb.N, nhwc ? pb.P : pb.M,
-                      nhwc ? pb.Q : pb.P, nhwc ? pb.M : pb.Q);
-  conv2d_dispatch(space, algo, x, w, bias, as_kernel_view<ExecSpace, true>(unpooled),
-                  pb.unpooled());
-  pool2d_launch(space, as_kernel_view<ExecSpace, false>(unpooled),
-                as_kernel_view<ExecSpace, false>(NoBias()), y, pb.pooling());
 }
 
 }  // namespace Impl
@@ -121,7 +54,7 @@ void conv2d_two_pass_pool(const ExecSpace& space, ConvAlgo algo, const XView& x,
 ///                     optional fused pooling. `ConvAlgo::Auto` runs find_best_algo's
 ///                     cached winner for this exact problem if there is one (see
 ///                     find_algo.hpp), else the heuristic Impl::select_conv2d_algo
-///                     (impl/algo_select.hpp) picks.
+///                     (impl/conv2d/select/auto_rules.hpp) picks.
 ///
 /// With params.pool set, y has the pooled extents (N, M, P', Q') (NHWC: (N, P', Q', M))
 /// with P' = (P + 2*pool.pad_h - pool.window_h)/pool.stride_h + 1, Q' likewise (see
@@ -161,24 +94,21 @@ void conv2d_forward(const ExecSpace& space, const XView& x, const WView& w, cons
   constexpr const char* op = "kcnn::conv2d_forward";
   const Impl::Conv2dProblem pb = Impl::make_conv2d_problem(op, x, w, bias, y, params);
 
-  const ConvAlgo algo = params.algo == ConvAlgo::Auto
-                            ? Impl::resolve_auto_algo<ExecSpace, XView, WView, YView>(pb).algo
-                            : params.algo;
+  const auto xk = Impl::as_kernel_view<ExecSpace, false>(x);
+  const auto wk = Impl::as_kernel_view<ExecSpace, false>(w);
+  const auto bk = Impl::as_kernel_view<ExecSpace, false>(bias);
+  const auto yk = Impl::as_kernel_view<ExecSpace, true>(y);
+  const ConvAlgo algo =
+      params.algo == ConvAlgo::Auto
+          ? Impl::resolve_auto_algo<ExecSpace, XView, WView, YView>(space, xk, wk, bk, yk, pb).algo
+          : params.algo;
   Impl::throw_if(!Impl::is_implemented(algo), op, "ConvAlgo::", to_string(algo),
                  " is not implemented yet (available: ", Impl::implemented_conv_algo_names(),
                  ", Auto)");
 
   Impl::ProfilingRegion region(std::string(op) + "[" + to_string(algo) + "]");
   if (pb.empty()) return;
-  const auto xk = Impl::as_kernel_view<ExecSpace, false>(x);
-  const auto wk = Impl::as_kernel_view<ExecSpace, false>(w);
-  const auto bk = Impl::as_kernel_view<ExecSpace, false>(bias);
-  const auto yk = Impl::as_kernel_view<ExecSpace, true>(y);
-  if (pb.has_pool && !Impl::conv2d_fuses_pool(algo, pb.pool)) {
-    Impl::conv2d_two_pass_pool(space, algo, xk, wk, bk, yk, pb);
-  } else {
-    Impl::conv2d_dispatch(space, algo, xk, wk, bk, yk, pb);
-  }
+  Impl::conv2d_launch(space, algo, xk, wk, bk, yk, pb, Impl::LaunchMode::Run);
 }
 
 /// \brief conv2d_forward without bias: y = activation(conv(x, w)).

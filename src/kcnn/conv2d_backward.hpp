@@ -29,7 +29,7 @@ namespace kcnn {
 ///
 /// Overwrites every element of dx (elements that no window reads get 0). Computed per
 /// chunk of images as a GEMM of the weights with dy into unrolled columns, folded back
-/// into dx by col2im (see impl/conv2d_backward_gemm.hpp); deterministic. Asynchronous on
+/// into dx by col2im (see impl/backward/conv2d_backward_gemm.hpp); deterministic. Asynchronous on
 /// `space`, like any Kokkos kernel.
 ///
 /// \param space  [in]  execution space instance (stream) to run on
@@ -86,7 +86,7 @@ void conv2d_backward_data(const ExecSpace& space, const DYView& dy, const WView&
 ///
 /// Overwrites dw and dbias (no accumulation into earlier gradients). Computed per chunk
 /// of images: im2col of x, then GEMMs that accumulate dw (see
-/// impl/conv2d_backward_gemm.hpp); dbias by a per-channel reduction. Deterministic for a
+/// impl/backward/conv2d_backward_gemm.hpp); dbias by a per-channel reduction. Deterministic for a
 /// given backend and workspace limit (the chunking orders the sums). Asynchronous on
 /// `space`.
 ///

@@ -132,7 +132,9 @@ FindAlgoResult find_best_algo(const ExecSpace& space, const XView& x, const WVie
   const auto key = Impl::make_algo_cache_key<ExecSpace, XView, WView, YView>(pb);
   const auto cached = options.reuse_cached ? Impl::algo_cache().find(key) : std::nullopt;
   if (pb.empty()) {
-    result.algo = Impl::select_conv2d_algo(pb, Impl::target_of<ExecSpace>()).algo;
+    result.algo =
+        Impl::select_conv2d_algo(pb, Impl::auto_context<ExecSpace, Impl::view_scalar_t<YView>>())
+            .algo;
   } else if (cached && Impl::is_implemented(cached->algo)) {
     result.algo = cached->algo;
     result.from_cache = true;
@@ -175,14 +177,18 @@ FindAlgoResult find_best_algo(const ExecSpace& space, const XView& x, const WVie
 ///        params.algo, or for Auto the cached winner or the heuristic's choice.
 ///        Validates the arguments like conv2d_forward; runs nothing.
 template <class ExecSpace, class XView, class WView, class BView, class YView>
-ConvAlgo resolve_conv2d_algo(const ExecSpace& /*space*/, const XView& x, const WView& w,
+ConvAlgo resolve_conv2d_algo(const ExecSpace& space, const XView& x, const WView& w,
                              const BView& bias, const YView& y, const Conv2dParams& params) {
   Impl::static_check_conv2d_views<ExecSpace, XView, WView, BView, YView>();
   const Impl::Conv2dProblem pb =
       Impl::make_conv2d_problem("kcnn::resolve_conv2d_algo", x, w, bias, y, params);
-  return params.algo == ConvAlgo::Auto
-             ? Impl::resolve_auto_algo<ExecSpace, XView, WView, YView>(pb).algo
-             : params.algo;
+  if (params.algo != ConvAlgo::Auto) return params.algo;
+  return Impl::resolve_auto_algo<ExecSpace, XView, WView, YView>(
+             space, Impl::as_kernel_view<ExecSpace, false>(x),
+             Impl::as_kernel_view<ExecSpace, false>(w),
+             Impl::as_kernel_view<ExecSpace, false>(bias), Impl::as_kernel_view<ExecSpace, true>(y),
+             pb)
+      .algo;
 }
 
 /// \brief resolve_conv2d_algo without bias.
@@ -204,7 +210,7 @@ inline void clear_algo_cache() {
 }
 
 /// \brief Writes the cache of find_best_algo's winners to `path` (text, see
-///        impl/algo_cache.hpp for the format), replacing the file atomically.
+///        impl/conv2d/select/algo_cache.hpp for the format), replacing the file atomically.
 /// \return false, with a warning on stderr, if the file cannot be written.
 inline bool save_algo_cache(const std::string& path) {
   const std::string tmp = path + ".tmp";

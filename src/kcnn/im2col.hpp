@@ -12,7 +12,7 @@
 /// Entry = x(image, c, h, w) with h = p*stride_h - pad_h + r*dilation_h and
 /// w = q*stride_w - pad_w + s*dilation_w, or 0 where (h, w) is in the zero padding.
 /// P and Q follow Conv2dParams' formula. The mapping is defined once, in
-/// impl/unroll_map.hpp, and shared with the convolution algorithms.
+/// impl/common/unroll_map.hpp, and shared with the convolution algorithms.
 #pragma once
 
 #include <Kokkos_Core.hpp>

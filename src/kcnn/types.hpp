@@ -20,7 +20,8 @@ enum class Layout { NCHW, NHWC };
 enum class Activation { Identity, ReLU, Sigmoid, Tanh };
 
 /// Convolution algorithm. `Auto` runs find_best_algo's cached winner for the problem, or
-/// else a heuristic's choice from its shape, layout and backend (impl/algo_select.hpp).
+/// else a heuristic's choice from its shape, layout and backend
+/// (impl/conv2d/select/auto_rules.hpp).
 enum class ConvAlgo { Auto, Reference, Tiled, Im2colGemm, ImplicitGemm };
 
 /// Reduction of a pooling (subsampling) window.

@@ -15,6 +15,9 @@
 
 namespace kcnn::Impl {
 
+/// The element types by kind, for rules that depend on the precision (the Auto rules).
+enum class ElementKind { Float32, Float64 };
+
 /// Traits of storage type `T`; `supported` is false for every type kcnn has no kernels
 /// for (the public API rejects them at compile time).
 template <class T>
@@ -28,6 +31,7 @@ struct ElementTraits<float> {
   using storage = float;
   using compute = float;
   using accumulator = float;
+  static constexpr ElementKind kind = ElementKind::Float32;
   static constexpr const char* name = "float";  ///< algorithm cache, messages
 };
 
@@ -37,6 +41,7 @@ struct ElementTraits<double> {
   using storage = double;
   using compute = double;
   using accumulator = double;
+  static constexpr ElementKind kind = ElementKind::Float64;
   static constexpr const char* name = "double";
 };
 

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "../../types.hpp"
+#include "element_traits.hpp"
 
 namespace kcnn::Impl {
 
@@ -25,13 +26,19 @@ KOKKOS_FORCEINLINE_FUNCTION decltype(auto) at(const View& v, I0 n, I1 c, I2 h, I
   }
 }
 
-/// Four consecutive values as one 16-byte-aligned unit, for the vector loads and stores
-/// of the GPU kernels (one 128-bit access for float, two for double). Only for addresses
-/// the caller has proven 16-byte aligned.
-template <class T>
-struct alignas(16) AlignedVec4 {
-  T v[4];
+/// N consecutive values as one aligned unit, for the vector loads and stores of the
+/// GPU kernels: aligned to their size up to 16 bytes (kVectorAccessBytes), so that
+/// vector_elements_v<T> of them are one 128-bit access. Only for addresses the caller
+/// has proven so aligned.
+template <class T, int N>
+struct alignas(sizeof(T) * N < kVectorAccessBytes ? sizeof(T) * N : kVectorAccessBytes) AlignedVec {
+  T v[N];
 };
+
+/// Four values: one 128-bit access for float, two for double (the kernels' micro-tiles
+/// are multiples of 4 wide).
+template <class T>
+using AlignedVec4 = AlignedVec<T, 4>;
 
 /// Element strides of a rank-4 tensor by logical dimension (batch, channel, row,
 /// column), whatever the View's layout: for raw-pointer kernels that form 64-bit

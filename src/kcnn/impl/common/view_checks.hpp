@@ -12,15 +12,13 @@
 #include <type_traits>
 
 #include "../../types.hpp"
+#include "element_traits.hpp"
 
 namespace kcnn::Impl {
 
 /// The element type of a View without const: float or double.
 template <class View>
 using view_scalar_t = std::remove_const_t<typename View::value_type>;
-
-template <class T>
-inline constexpr bool is_supported_scalar_v = std::is_same_v<T, float> || std::is_same_v<T, double>;
 
 /// True when `ExecSpace` may dereference the memory of `View`.
 template <class ExecSpace, class View>

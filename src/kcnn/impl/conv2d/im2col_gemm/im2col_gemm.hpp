@@ -592,17 +592,22 @@ Im2colGemmPlan plan_im2col_gemm(const ExecSpace& space, const XView& x, const WV
                           runs_on_host_v<ExecSpace>, host_pipeline_threads(space), tuning);
 }
 
-/// Runs ConvAlgo::Im2colGemm; `pb` has been validated against the Views.
+/// Runs ConvAlgo::Im2colGemm (with LaunchMode::Check: only plans, which tests its
+/// limits); `pb` has been validated against the Views. Returns the workspace bytes the
+/// run takes.
 template <class ExecSpace, class XView, class WView, class BView, class YView>
-void conv2d_im2col_gemm(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
-                        const YView& y, const Conv2dProblem& pb, std::size_t limit_bytes,
-                        const Im2colGemmTuning& tuning = {}) {
+std::size_t conv2d_im2col_gemm(const ExecSpace& space, const XView& x, const WView& w,
+                               const BView& bias, const YView& y, const Conv2dProblem& pb,
+                               std::size_t limit_bytes, const Im2colGemmTuning& tuning = {},
+                               LaunchMode mode = LaunchMode::Run) {
   const Im2colGemmPlan plan = plan_im2col_gemm(space, x, w, bias, y, pb, limit_bytes, tuning);
+  if (mode == LaunchMode::Check) return plan.workspace_bytes();
   if (pb.layout == Layout::NCHW) {
     conv2d_im2col_gemm_layout<Layout::NCHW>(space, x, w, bias, y, pb, plan, tuning);
   } else {
     conv2d_im2col_gemm_layout<Layout::NHWC>(space, x, w, bias, y, pb, plan, tuning);
   }
+  return plan.workspace_bytes();
 }
 
 }  // namespace kcnn::Impl

@@ -35,21 +35,22 @@
 #include <vector>
 
 #include "../../../types.hpp"
+#include "../../common/element_traits.hpp"
 #include "../../common/problem.hpp"
 #include "../../common/view_checks.hpp"
+#include "../registry.hpp"
 
 namespace kcnn::Impl {
 
-/// Every concrete algorithm the ConvAlgo enumeration names (implemented or not).
-inline constexpr ConvAlgo known_conv_algos[] = {ConvAlgo::Reference, ConvAlgo::Tiled,
-                                                ConvAlgo::Im2colGemm, ConvAlgo::ImplicitGemm};
+/// The algorithms a cache file may name: the registry's.
+inline constexpr const auto& known_conv_algos = Conv2dRegistry::ids;
 
 /// Everything a tuned choice depends on: the problem's geometry, tensor layout, epilogue,
 /// the Views' array layouts (a kernel may support LayoutRight only), the backend and
 /// the scalar type.
 struct AlgoCacheKey {
   std::string backend;  ///< ExecSpace::name(): "Cuda", "OpenMP", "Serial", ...
-  std::string scalar;   ///< "float" or "double"
+  std::string scalar;   ///< ElementTraits<T>::name: "float", "double"
   Layout layout = Layout::NCHW;
   std::string views = "RRR";  ///< x, w, y: 'R' LayoutRight, 'L' LayoutLeft, 'S' other
   Activation activation = Activation::Identity;
@@ -81,17 +82,12 @@ constexpr char view_layout_code() {
                                                  : 'S';
 }
 
-template <class T>
-constexpr const char* scalar_name() {
-  return std::is_same_v<T, float> ? "float" : std::is_same_v<T, double> ? "double" : "other";
-}
-
 /// The cache key of a validated problem run on `ExecSpace` with these View types.
 template <class ExecSpace, class XView, class WView, class YView>
 AlgoCacheKey make_algo_cache_key(const Conv2dProblem& pb) {
   AlgoCacheKey k;
   k.backend = ExecSpace::name();
-  k.scalar = scalar_name<view_scalar_t<YView>>();
+  k.scalar = ElementTraits<view_scalar_t<YView>>::name;
   k.layout = pb.layout;
   k.views = {view_layout_code<XView>(), view_layout_code<WView>(), view_layout_code<YView>()};
   k.activation = pb.activation;
@@ -221,7 +217,10 @@ inline bool parse_algo_cache_entry(const std::string& line, AlgoCacheKey& k, Alg
   constexpr int kMaxInt = std::numeric_limits<int>::max();
 
   k.backend = f[0];
-  if (f[1] != "float" && f[1] != "double") return bad("scalar", f[1]);
+  bool known_scalar = false;
+  for (const char* name : supported_element_names)
+    known_scalar |= f[1] == name;
+  if (!known_scalar) return bad("scalar", f[1]);
   k.scalar = f[1];
   if (!parse_enum(f[2], layouts, k.layout)) return bad("layout", f[2]);
   if (f[3].size() != 3 || f[3].find_first_not_of("RLS") != std::string::npos)

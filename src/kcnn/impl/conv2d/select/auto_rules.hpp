@@ -11,23 +11,21 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "../../../types.hpp"
+#include "../../arch/device_traits.hpp"
+#include "../../common/element_traits.hpp"
 #include "../../common/problem.hpp"
+#include "../dispatch.hpp"
+#include "../registry.hpp"
 #include "algo_cache.hpp"
 
 namespace kcnn::Impl {
 
-/// Every algorithm conv2d_forward can run, in the order find_best_algo tries them.
-/// A new algorithm joins by one line here (next to its case in conv2d_forward's dispatch);
-/// the heuristic, find_best_algo and kcnn_perf then consider it. The unit test
-/// AlgoSelect.ImplementedListMatchesDispatch fails when the two disagree.
-inline constexpr ConvAlgo implemented_conv_algos[] = {
-    ConvAlgo::Reference,
-    ConvAlgo::Tiled,
-    ConvAlgo::Im2colGemm,
-    ConvAlgo::ImplicitGemm,
-};
+/// Every algorithm conv2d_forward can run, in the order find_best_algo tries them: the
+/// registry's (impl/conv2d/registry.hpp).
+inline constexpr const auto& implemented_conv_algos = Conv2dRegistry::ids;
 
 /// A set of concrete algorithms (never Auto), as a bit mask: cheap to pass and to test.
 class AlgoSet {
@@ -65,22 +63,51 @@ enum class Target { Host, Device };
 
 template <class ExecSpace>
 constexpr Target target_of() {
-  return Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible ? Target::Host
-                                                                              : Target::Device;
+  return runs_on_host_v<ExecSpace> ? Target::Host : Target::Device;
 }
+
+/// The host instruction set the kernels were compiled for (kcnn's headers compile in
+/// the caller's project: its -march, see KCNN_HOST_ARCH), which decides how wide the
+/// host kernels' SIMD loops are.
+enum class HostIsa { Generic, Avx2, Avx512 };
+
+constexpr HostIsa build_host_isa() {
+#if defined(__AVX512F__)
+  return HostIsa::Avx512;
+#elif defined(__AVX2__)
+  return HostIsa::Avx2;
+#else
+  return HostIsa::Generic;
+#endif
+}
+
+inline const char* host_isa_name(HostIsa isa) {
+  return isa == HostIsa::Avx512 ? "avx512" : isa == HostIsa::Avx2 ? "avx2" : "generic";
+}
+
+/// What the Auto rules look at besides the problem: where the kernels run, the element
+/// type, and the host ISA of the build (the GPU rules are measured on the H100, sm_90).
+struct AutoContext {
+  Target target = Target::Host;
+  ElementKind element = ElementKind::Float32;
+  HostIsa host_isa = build_host_isa();
+};
 
 inline const char* target_name(Target t) {
   return t == Target::Host ? "host" : "device";
 }
 
-/// One rule of the Auto heuristic. Rules are tried in order; the first whose `applies`
-/// holds picks the first algorithm of `prefer` that the build implements. Rules list
+/// One rule of the Auto heuristic. Rules are tried in order; the first whose target is
+/// the call's and whose `applies` holds picks the first algorithm of `prefer` that the
+/// build implements and that can run the problem (its can_implement). Rules may list
 /// algorithms that do not exist yet, so that each one starts being chosen the moment it
-/// joins `implemented_conv_algos`; Reference closes every list.
+/// joins the registry; Reference closes every list. The measurements behind each rule
+/// are in TUNING.md, next to this file.
 struct AlgoRule {
   const char* name;  ///< reported by select_conv2d_algo (tests, logs)
-  bool (*applies)(const Conv2dProblem&, Target);
-  std::array<ConvAlgo, 4> prefer;
+  Target target;     ///< the rule applies on this target only
+  bool (*applies)(const Conv2dProblem&, const AutoContext&);
+  std::vector<ConvAlgo> prefer;
 };
 
 /// Length of the reduction each output element needs.
@@ -88,53 +115,39 @@ inline std::int64_t reduction_length(const Conv2dProblem& pb) {
   return pb.C * pb.R * pb.S;
 }
 
-// Thresholds of the rules below, each with the measurement that placed it (H100 and the
-// 2-core CPU of perf_tests/RESULTS.md, 2026-11-22, kcnn_perf's suites).
+// Thresholds of the rules below. Each was placed by a measurement; the tables are in
+// TUNING.md (same folder), by rule and constant.
 
-/// GPU: up to this many filters Tiled's direct kernel wins: ImplicitGemm's smallest tile
-/// holds 16 filters (LeNet C1, M = 4: Tiled 1.50 ms, ImplicitGemm 6.04 ms; at stride 2
-/// 1.03 vs 1.57 ms).
+/// GPU: up to this many filters Tiled's direct kernel leads (ImplicitGemm's smallest
+/// tile holds 16 filters).
 inline constexpr std::int64_t kFewFiltersDevice = 8;
-/// GPU, unit stride and dilation, not 1x1: up to this many filters Tiled leads too,
-/// since its staging went asynchronous (H100, 2026-11-22, session 5: LeNet C3, M = 16,
-/// Tiled 2.83 ms, ImplicitGemm 3.12 ms; NHWC 2.79 vs 3.82 ms). Strided, ImplicitGemm
-/// keeps the lead (C3 at stride 2: 0.887 vs 1.59 ms).
+/// GPU, unit stride and dilation, not 1x1: Tiled leads up to this many filters.
 inline constexpr std::int64_t kFewFiltersUnitStrideDevice = 16;
-/// GPU, NCHW, unit stride and dilation, not 1x1, no fused pooling: Tiled leads up to this
-/// many filters since its staging carries its offsets (H100, session 6, three runs: 64
-/// filters of 3x3 at 56x56, N = 64, Tiled 0.511-0.524 ms, ImplicitGemm 0.546-0.551 ms;
-/// 29 filters of 5x5 over 3 channels, Tiled 0.247-0.254 ms, ImplicitGemm 0.272-0.278
-/// ms). From 128 filters the GEMMs lead (128 at 28x28: Tiled 0.62 ms, Im2colGemm 0.55).
+/// GPU, NCHW, unit stride and dilation, not 1x1, no fused pooling: Tiled leads up to
+/// this many filters; from 128 the GEMMs lead.
 inline constexpr std::int64_t kMidFiltersUnitStrideNchwDevice = 64;
-/// GPU, convolution with a fused pooling: Tiled pools every window shape inside its
-/// kernel, ImplicitGemm only non-overlapping windows, and with few filters Tiled's
-/// fused kernel leads (LeNet C3 + ReLU + 4x4 max at batch 10,000: Tiled 2.98 ms,
-/// ImplicitGemm 3.05 ms in NCHW, 2.91 vs 3.44 ms in NHWC; C1 + 2x2 max: 1.85 vs 7.79 ms).
+/// GPU, fused pooling: Tiled's fused kernel leads up to this many filters.
 inline constexpr std::int64_t kFusedPoolFiltersDevice = 16;
-/// GPU, NHWC at unit stride with more than kTiledNhwcFiltersAbove filters and up to
-/// kTiledNhwcReductionEnd taps: Tiled stages channel-contiguous rows and leads, where
-/// ImplicitGemm's NHWC gathers are not coalesced (H100, 2026-11-22, after Tiled's launch
-/// bound: 3x3 with 64 channels at 56x56, Tiled 0.737 ms, ImplicitGemm 1.10 ms; 5x5 from
-/// 3 channels to 29 filters, Tiled 0.462 ms, ImplicitGemm 0.511 ms). With 16 filters or
-/// fewer ImplicitGemm's 16-row tile leads (LeNet C3: 3.82 vs 3.96 ms).
+/// GPU, NHWC at unit stride, more filters than this and a reduction up to
+/// kTiledNhwcReductionEnd: Tiled's channel-contiguous staging leads ImplicitGemm's
+/// uncoalesced NHWC gathers.
 inline constexpr std::int64_t kTiledNhwcFiltersAbove = 16;
 inline constexpr std::int64_t kTiledNhwcReductionEnd = 576;
-/// GPU: from this reduction length and kWideGemmFiltersDevice filters cuBLAS on the
-/// unrolled matrix leads: the GEMM is large in every dimension (3x3 with 128 channels at
-/// 28x28: Im2colGemm 0.545 ms, ImplicitGemm 0.570 ms; 256 channels at 14x14: 0.469 vs
-/// 0.587 ms; 512 at 7x7: 0.214 vs 1.37 ms, where few pixels leave ImplicitGemm's tiles
-/// too few to fill the GPU).
+/// GPU: from this reduction length and kWideGemmFiltersDevice filters, cuBLAS on the
+/// unrolled matrix leads.
 inline constexpr std::int64_t kWideGemmReductionDevice = 1024;
 inline constexpr std::int64_t kWideGemmFiltersDevice = 128;
-/// GPU, NHWC 1x1: the unrolled matrix is the input itself; cuBLAS leads up to this many
-/// filters (256 -> 64 channels at 56x56: Im2colGemm 0.352 ms, ImplicitGemm 0.444 ms; with
-/// 256 filters ImplicitGemm leads, 0.445 vs 0.768 ms).
+/// GPU, double: up to this many filters Tiled leads (LeNet C1 and C3, strided too).
+inline constexpr std::int64_t kFewFiltersDoubleDevice = 16;
+/// GPU, double: from this many filters cuBLAS's dgemm (fp64 tensor cores) leads.
+inline constexpr std::int64_t kWideGemmFiltersDoubleDevice = 64;
+/// GPU, NHWC 1x1: cuBLAS on the input itself leads up to this many filters.
 inline constexpr std::int64_t kPointwiseNhwcGemmFiltersDevice = 64;
+/// Host, unit stride: up to this reduction length Tiled's direct kernel leads.
 inline constexpr std::int64_t kShortReductionHost = 256;
-/// Host, strided or dilated: Tiled's innermost loop then gathers every stride-th staged
-/// column instead of a contiguous SIMD load, and loses to Im2colGemm unless the
-/// reduction is tiny (CPU, batch 1,000: stride-2 LeNet C1, C*R*S = 49, Tiled 94 ms vs
-/// Im2colGemm 129 ms; stride-2 C3, 196, Tiled 433 ms vs 117 ms).
+/// Host, AVX-512, NCHW at unit stride: from this reduction length the BLAS leads.
+inline constexpr std::int64_t kLongReductionHostAvx512 = 512;
+/// Host, NHWC, strided or dilated: Tiled leads only for reductions up to this length.
 inline constexpr std::int64_t kTinyReductionHostStrided = 64;
 
 inline bool unit_stride_and_dilation(const Conv2dProblem& pb) {
@@ -147,93 +160,128 @@ inline bool is_pointwise(const Conv2dProblem& pb) {
          pb.pad_w == 0;
 }
 
-/// The Auto heuristic's rules, most specific first. The last rule applies always.
-inline const auto& conv2d_algo_rules() {
+/// The Auto heuristic's rules, most specific first; per target the last rule applies
+/// always. Evidence for every rule and threshold: TUNING.md.
+inline const std::vector<AlgoRule>& conv2d_algo_rules() {
   using A = ConvAlgo;
-  static const AlgoRule rules[] = {
-      // --- GPUs ---------------------------------------------------------------------
-      {"device_few_filters",
-       [](const Conv2dProblem& pb, Target t) {
-         return t == Target::Device && pb.M <= kFewFiltersDevice;
+  using P = const Conv2dProblem&;
+  using C = const AutoContext&;
+  constexpr Target D = Target::Device, H = Target::Host;
+  static const std::vector<AlgoRule> rules = {
+      // --- GPUs, double: cuBLAS's dgemm runs on the H100's fp64 tensor cores, Tiled and
+      // ImplicitGemm on its fp64 FMA units; the GEMM wins once M feeds them ---------------
+      {"device_double_few_filters",
+       D,
+       [](P pb, C c) {
+         return c.element == ElementKind::Float64 && pb.M <= kFewFiltersDoubleDevice;
        },
+       {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
+      {"device_double_pointwise_nchw",
+       D,
+       [](P pb, C c) {
+         return c.element == ElementKind::Float64 && is_pointwise(pb) && pb.layout == Layout::NCHW;
+       },
+       {A::ImplicitGemm, A::Im2colGemm, A::Tiled, A::Reference}},
+      {"device_double_wide_gemm",
+       D,
+       [](P pb, C c) {
+         return c.element == ElementKind::Float64 && pb.M >= kWideGemmFiltersDoubleDevice;
+       },
+       {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
+      {"device_double_nchw_direct",
+       D,
+       [](P pb, C c) { return c.element == ElementKind::Float64 && pb.layout == Layout::NCHW; },
+       {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
+      {"device_double_default",
+       D,
+       [](P, C c) { return c.element == ElementKind::Float64; },
+       {A::ImplicitGemm, A::Tiled, A::Im2colGemm, A::Reference}},
+      // --- GPUs, float ----------------------------------------------------------------
+      {"device_few_filters",
+       D,
+       [](P pb, C) { return pb.M <= kFewFiltersDevice; },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
       {"device_fused_pool_few_filters",
-       [](const Conv2dProblem& pb, Target t) {
-         return t == Target::Device && pb.has_pool && pb.M <= kFusedPoolFiltersDevice;
-       },
+       D,
+       [](P pb, C) { return pb.has_pool && pb.M <= kFusedPoolFiltersDevice; },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
       {"device_unit_stride_few_filters",
-       [](const Conv2dProblem& pb, Target t) {
-         return t == Target::Device && pb.M <= kFewFiltersUnitStrideDevice &&
-                unit_stride_and_dilation(pb) && !is_pointwise(pb);
+       D,
+       [](P pb, C) {
+         return pb.M <= kFewFiltersUnitStrideDevice && unit_stride_and_dilation(pb) &&
+                !is_pointwise(pb);
        },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
       {"device_unit_stride_nchw_mid_filters",
-       [](const Conv2dProblem& pb, Target t) {
-         return t == Target::Device && pb.layout == Layout::NCHW && !pb.has_pool &&
+       D,
+       [](P pb, C) {
+         return pb.layout == Layout::NCHW && !pb.has_pool &&
                 pb.M <= kMidFiltersUnitStrideNchwDevice && unit_stride_and_dilation(pb) &&
                 !is_pointwise(pb);
        },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
       {"device_nhwc_direct",
-       [](const Conv2dProblem& pb, Target t) {
-         return t == Target::Device && pb.layout == Layout::NHWC && unit_stride_and_dilation(pb) &&
-                !is_pointwise(pb) && pb.M > kTiledNhwcFiltersAbove &&
-                reduction_length(pb) <= kTiledNhwcReductionEnd;
+       D,
+       [](P pb, C) {
+         return pb.layout == Layout::NHWC && unit_stride_and_dilation(pb) && !is_pointwise(pb) &&
+                pb.M > kTiledNhwcFiltersAbove && reduction_length(pb) <= kTiledNhwcReductionEnd;
        },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
       {"device_wide_gemm",
-       [](const Conv2dProblem& pb, Target t) {
-         return t == Target::Device && reduction_length(pb) >= kWideGemmReductionDevice &&
-                pb.M >= kWideGemmFiltersDevice;
+       D,
+       [](P pb, C) {
+         return reduction_length(pb) >= kWideGemmReductionDevice && pb.M >= kWideGemmFiltersDevice;
        },
        {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
       {"device_pointwise_nhwc",
-       [](const Conv2dProblem& pb, Target t) {
-         return t == Target::Device && is_pointwise(pb) && pb.layout == Layout::NHWC &&
+       D,
+       [](P pb, C) {
+         return is_pointwise(pb) && pb.layout == Layout::NHWC &&
                 pb.M <= kPointwiseNhwcGemmFiltersDevice;
        },
        {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
-      // Everything else on a GPU: the gathered GEMM (LeNet C3 at stride 2, 1x1 NCHW
-      // layers, AlexNet's conv1, strided and dilated shapes all measured fastest with it).
+      // Everything else on a GPU: the gathered GEMM.
       {"device_default",
-       [](const Conv2dProblem&, Target t) { return t == Target::Device; },
+       D,
+       [](P, C) { return true; },
        {A::ImplicitGemm, A::Im2colGemm, A::Tiled, A::Reference}},
-      // --- CPUs ---------------------------------------------------------------------
-      // A 1x1, stride-1, unpadded convolution is a plain GEMM (the unrolled matrix is the
-      // input itself): hand it to the vendor GEMM.
+      // --- CPUs -----------------------------------------------------------------------
+      // A 1x1, stride-1, unpadded convolution is a plain GEMM: the vendor GEMM.
       {"host_pointwise",
-       [](const Conv2dProblem& pb, Target) { return is_pointwise(pb); },
+       H,
+       [](P pb, C) { return is_pointwise(pb); },
        {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
       {"host_short_reduction",
-       [](const Conv2dProblem& pb, Target t) {
-         return t == Target::Host && reduction_length(pb) <= kShortReductionHost &&
-                unit_stride_and_dilation(pb);
+       H,
+       [](P pb, C) {
+         return reduction_length(pb) <= kShortReductionHost && unit_stride_and_dilation(pb);
        },
        {A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
-      // (NHWC only: in NCHW ImplicitGemm is ahead here too, LeNet C1 at stride 2: 33-46
-      // ms against Tiled's 43-48 ms over three runs.)
       {"host_nhwc_strided_tiny_reduction",
-       [](const Conv2dProblem& pb, Target t) {
-         return t == Target::Host && pb.layout == Layout::NHWC &&
-                reduction_length(pb) <= kTinyReductionHostStrided;
+       H,
+       [](P pb, C) {
+         return pb.layout == Layout::NHWC && reduction_length(pb) <= kTinyReductionHostStrided;
        },
        {A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
-      // The other NCHW layers on a CPU (long reductions, or strided and dilated beyond
-      // the tiny ones): ImplicitGemm's per-team panel stays in L2 and its register
-      // blocks keep the FMA units busy; it is as fast as Im2colGemm + OpenBLAS or faster
-      // and, without the BLAS pipeline, steadier (2 cores, 20 repetitions each: LeNet
-      // C3 at stride 2, 46-48 ms against 40-60 ms; the dilated odd shape 1.14-1.19 ms
-      // against 1.34-1.71 ms; 3x3 with 64 channels at 56x56, N=8: 15.5 against 15.7 ms,
-      // oneDNN NCHW 18.3 ms).
-      {"host_nchw_gemm",
-       [](const Conv2dProblem& pb, Target t) {
-         return t == Target::Host && pb.layout == Layout::NCHW;
+      // AVX-512 builds, NCHW, unit stride, long reductions (ResNet's 3x3 layers): the
+      // BLAS sgemm on the unrolled matrix, which is ahead or level on every AVX-512 CPU
+      // measured (Intel Xeon: 1.27x; AMD EPYC: level).
+      {"host_avx512_nchw_long_reduction",
+       H,
+       [](P pb, C c) {
+         return c.host_isa == HostIsa::Avx512 && pb.layout == Layout::NCHW &&
+                unit_stride_and_dilation(pb) && reduction_length(pb) >= kLongReductionHostAvx512;
        },
+       {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
+      // The other NCHW layers on a CPU: ImplicitGemm's per-team panel stays in L2.
+      {"host_nchw_gemm",
+       H,
+       [](P pb, C) { return pb.layout == Layout::NCHW; },
        {A::ImplicitGemm, A::Im2colGemm, A::Tiled, A::Reference}},
-      // Other long reductions on a CPU: unroll and call the BLAS sgemm (OpenBLAS/MKL).
+      // Other long reductions on a CPU: unroll and call the BLAS sgemm.
       {"host_long_reduction",
-       [](const Conv2dProblem&, Target) { return true; },
+       H,
+       [](P, C) { return true; },
        {A::Im2colGemm, A::Tiled, A::ImplicitGemm, A::Reference}},
   };
   return rules;
@@ -245,29 +293,55 @@ struct AlgoChoice {
   const char* reason;
 };
 
-/// The Auto heuristic: the first rule that applies to `pb` on `target` picks its most
-/// preferred algorithm among `available`. Depends on nothing else (no cache, no timing),
-/// so tests can ask it about algorithms the build does not have yet.
-inline AlgoChoice select_conv2d_algo(const Conv2dProblem& pb, Target target,
-                                     AlgoSet available = implemented_conv_algo_set) {
+/// The Auto heuristic: the first rule for `ctx.target` that applies to `pb` picks its
+/// most preferred algorithm among `available` for which `can_run(algo)` holds. Depends
+/// on nothing else (no cache, no timing), so tests can ask it about algorithms the build
+/// does not have yet.
+template <class CanRun>
+AlgoChoice select_conv2d_algo(const Conv2dProblem& pb, const AutoContext& ctx, AlgoSet available,
+                              const CanRun& can_run) {
   for (const AlgoRule& rule : conv2d_algo_rules()) {
-    if (!rule.applies(pb, target)) continue;
+    if (rule.target != ctx.target || !rule.applies(pb, ctx)) continue;
     for (ConvAlgo a : rule.prefer)
-      if (available.contains(a)) return {a, rule.name};
+      if (available.contains(a) && can_run(a)) return {a, rule.name};
   }
   return {ConvAlgo::Reference, "fallback"};
 }
 
-/// What `Auto` runs on a validated problem: find_best_algo's cached winner for exactly
-/// this problem (backend, scalar, View types included) when the cache has one that this
-/// build implements, otherwise the heuristic's choice.
-template <class ExecSpace, class XView, class WView, class YView>
-AlgoChoice resolve_auto_algo(const Conv2dProblem& pb) {
+/// The heuristic without can_implement (every available algorithm counts as able).
+inline AlgoChoice select_conv2d_algo(const Conv2dProblem& pb, const AutoContext& ctx,
+                                     AlgoSet available = implemented_conv_algo_set) {
+  return select_conv2d_algo(pb, ctx, available, [](ConvAlgo) { return true; });
+}
+
+/// The context of a call on `ExecSpace` with elements of type T.
+template <class ExecSpace, class T>
+AutoContext auto_context() {
+  AutoContext ctx;
+  ctx.target = target_of<ExecSpace>();
+  ctx.element = ElementTraits<T>::kind;
+  return ctx;
+}
+
+/// What `Auto` runs on a validated problem and its kernel Views: find_best_algo's cached
+/// winner for exactly this problem (backend, scalar, View types included) when the
+/// cache has one that this build implements and that can run it, otherwise the
+/// heuristic's choice among the algorithms that can (can_implement). An empty problem
+/// runs nothing: the heuristic alone.
+template <class ExecSpace, class XView, class WView, class YView, class XK, class WK, class BK,
+          class YK>
+AlgoChoice resolve_auto_algo(const ExecSpace& space, const XK& x, const WK& w, const BK& bias,
+                             const YK& y, const Conv2dProblem& pb) {
+  const AutoContext ctx = auto_context<ExecSpace, view_scalar_t<YView>>();
+  if (pb.empty()) return select_conv2d_algo(pb, ctx);
+  auto can_run = [&](ConvAlgo a) {
+    return !conv2d_can_implement(space, a, x, w, bias, y, pb).has_value();
+  };
   if (!algo_cache().empty()) {
     const auto hit = algo_cache().find(make_algo_cache_key<ExecSpace, XView, WView, YView>(pb));
-    if (hit && is_implemented(hit->algo)) return {hit->algo, "cache"};
+    if (hit && is_implemented(hit->algo) && can_run(hit->algo)) return {hit->algo, "cache"};
   }
-  return select_conv2d_algo(pb, target_of<ExecSpace>());
+  return select_conv2d_algo(pb, ctx, implemented_conv_algo_set, can_run);
 }
 
 /// "Reference, Tiled, ..." for messages.

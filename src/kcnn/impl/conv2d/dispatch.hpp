@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file impl/conv2d/dispatch.hpp
+/// \brief From a concrete ConvAlgo to its descriptor's launch: the registry lookup, and
+///        the fused pooling for algorithms that do not fuse it (convolution into the
+///        cached unpooled-output buffer, then the pooling kernel). can_implement and the
+///        workspace size are the same path in LaunchMode::Check.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <string>
+
+#include "../../types.hpp"
+#include "../../workspace.hpp"
+#include "../common/problem.hpp"
+#include "../common/view_checks.hpp"
+#include "../common/workspace_cache.hpp"
+#include "../pool2d/pool2d_kernels.hpp"
+#include "algorithm.hpp"
+#include "registry.hpp"
+
+namespace kcnn::Impl {
+
+/// Whether the registered algorithm `algo` fuses pooling `pool` (its kernels pool in the
+/// same pass; the unpooled output never reaches memory).
+inline bool conv2d_fuses_pool(ConvAlgo algo, const Pool2dParams& pool) {
+  bool fuses = false;
+  Conv2dRegistry::visit(algo,
+                        [&](auto descriptor) { fuses = decltype(descriptor)::fuses_pool(pool); });
+  return fuses;
+}
+
+/// Runs (or checks, see LaunchMode) registered algorithm `algo` on kernel Views with
+/// validated problem `pb`, pooled or not: a pooling the algorithm does not fuse runs as
+/// a second pass from the instance's cached unpooled-output buffer (see workspace.hpp):
+/// no allocation and no fence per call, and calls on one instance are stream-ordered, so
+/// the next call's convolution cannot overwrite it before this call's pooling has read
+/// it. Returns the workspace bytes (that buffer included). Throws kcnn::Error for an
+/// algorithm that is not registered or cannot run the problem.
+template <class ExecSpace, class XView, class WView, class BView, class YView>
+std::size_t conv2d_launch(const ExecSpace& space, ConvAlgo algo, const XView& x, const WView& w,
+                          const BView& bias, const YView& y, const Conv2dProblem& pb,
+                          LaunchMode mode) {
+  std::size_t workspace = 0;
+  const bool registered = Conv2dRegistry::visit(algo, [&](auto descriptor) {
+    using Algo = decltype(descriptor);
+    if (!pb.has_pool || Algo::fuses_pool(pb.pool)) {
+      workspace = Algo::launch(space, x, w, bias, y, pb, mode);
+      return;
+    }
+    using T = view_scalar_t<YView>;
+    using Temp = Kokkos::View<T****, Kokkos::LayoutRight, typename ExecSpace::memory_space,
+                              Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    using NoBias = Kokkos::View<const T*, typename ExecSpace::memory_space>;
+    const bool nhwc = pb.layout == Layout::NHWC;
+    const std::size_t temp_bytes = static_cast<std::size_t>(pb.output_size()) * sizeof(T);
+    auto temp = [&](T* data) {
+      return Temp(data, pb.N, nhwc ? pb.P : pb.M, nhwc ? pb.Q : pb.P, nhwc ? pb.M : pb.Q);
+    };
+    if (mode == LaunchMode::Check) {
+      workspace = temp_bytes + Algo::launch(space, x, w, bias,
+                                            as_kernel_view<ExecSpace, true>(temp(nullptr)),
+                                            pb.unpooled(), mode);
+      return;
+    }
+    auto lease = WorkspaceCache<ExecSpace, ScratchForUnpooledOutput>::acquire(space, temp_bytes);
+    const Temp unpooled = temp(reinterpret_cast<T*>(lease.data()));
+    workspace =
+        temp_bytes + Algo::launch(space, x, w, bias, as_kernel_view<ExecSpace, true>(unpooled),
+                                  pb.unpooled(), mode);
+    pool2d_launch(space, as_kernel_view<ExecSpace, false>(unpooled),
+                  as_kernel_view<ExecSpace, false>(NoBias()), y, pb.pooling());
+  });
+  throw_if(!registered, "kcnn::conv2d_forward", "ConvAlgo::", to_string(algo),
+           " is not a registered algorithm");
+  return workspace;
+}
+
+/// Why registered algorithm `algo` cannot run `pb` on these kernel Views, or nothing:
+/// its launch in Check mode (the limits its run tests, nothing else).
+template <class ExecSpace, class XView, class WView, class BView, class YView>
+UnsupportedReason conv2d_can_implement(const ExecSpace& space, ConvAlgo algo, const XView& x,
+                                       const WView& w, const BView& bias, const YView& y,
+                                       const Conv2dProblem& pb) {
+  try {
+    conv2d_launch(space, algo, x, w, bias, y, pb, LaunchMode::Check);
+  } catch (const Error& e) {
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
+}  // namespace kcnn::Impl
