@@ -48,7 +48,11 @@ class AlgoSet {
   }
 
  private:
-  static constexpr std::uint32_t bit(ConvAlgo a) { return 1u << static_cast<unsigned>(a); }
+  // Values beyond the mask (a cast integer) belong to no set.
+  static constexpr std::uint32_t bit(ConvAlgo a) {
+    const auto i = static_cast<unsigned>(a);
+    return i < 32 ? 1u << i : 0u;
+  }
   std::uint32_t bits_ = 0;
 };
 

@@ -37,7 +37,7 @@ template <Layout L, int KR, int KS, bool Unit, TiledPooling Pooling, class Micro
           class XView, class WView, class BView, class YView>
 void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
                          const YView& y, const Conv2dProblem& pb, const TiledTuning& tuning,
-                         LaunchMode mode) {
+                         LaunchMode mode = LaunchMode::Run) {
   using Kernel =
       Conv2dTiledKernel<L, KR, KS, Unit, Pooling, Micro, ExecSpace, XView, WView, BView, YView>;
   using Scalar = typename Kernel::scalar;
