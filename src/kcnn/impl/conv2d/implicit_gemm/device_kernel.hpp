@@ -71,6 +71,7 @@ KOKKOS_FORCEINLINE_FUNCTION void implicit_gemm_store_run(T* p, std::int64_t stri
 template <Layout L, class Tile, class ExecSpace, class T, bool Pooled, bool SplitK = false>
 struct ImplicitGemmDeviceKernel {
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using Acc = accumulator_t<T>;  ///< the micro-tile's sums (T: the storage type)
   static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, TM = Tile::TM, TN = Tile::TN;
   static_assert(!(SplitK && Pooled), "a split K has no fused pooling");
   ImplicitGemmOperands<L, T> op;
@@ -195,7 +196,7 @@ struct ImplicitGemmDeviceKernel {
     team.team_barrier();
 
     const int tn = t % (BN / TN), tm = t / (BN / TN);
-    T acc[TM][TN] = {};
+    Acc acc[TM][TN] = {};
     for (int step = 0; step < steps; ++step) {
       const int buf = step % 2;
       // Slot step % 2 held this step's taps, whose loads were issued last step.
@@ -242,7 +243,7 @@ struct ImplicitGemmDeviceKernel {
   }
 
   /// SplitK: the raw sums to partial[slice][m][j] (rows of J, vector runs along j).
-  KOKKOS_INLINE_FUNCTION void store_partial(const T (&acc)[TM][TN], int slice, int m_first,
+  KOKKOS_INLINE_FUNCTION void store_partial(const Acc (&acc)[TM][TN], int slice, int m_first,
                                             std::int64_t j_first) const {
     if (m_first >= op.M || j_first >= op.J) return;
     const int j_count = op.J - j_first < TN ? static_cast<int>(op.J - j_first) : TN;
@@ -257,7 +258,8 @@ struct ImplicitGemmDeviceKernel {
   /// bias + activation, then the stores: per pixel run inside one output row (NCHW,
   /// pixels contiguous) or per pixel over the TM channels (NHWC, channels contiguous),
   /// as vectors where the run allows.
-  KOKKOS_INLINE_FUNCTION void epilogue(T (&acc)[TM][TN], int m_first, std::int64_t j_first) const {
+  KOKKOS_INLINE_FUNCTION void epilogue(Acc (&acc)[TM][TN], int m_first,
+                                       std::int64_t j_first) const {
     if (m_first >= op.M || j_first >= op.J) return;
     KCNN_DEVICE_UNROLL
     for (int i = 0; i < TM; ++i) {

@@ -32,6 +32,7 @@ namespace kcnn::Impl {
 template <Layout L, class ExecSpace, class T>
 struct ImplicitGemmHostKernel {
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using Acc = accumulator_t<T>;  ///< the register block's sums (T: the storage type)
   static constexpr int TM = ImplicitGemmHostTile::TM, TN = ImplicitGemmHostTile::TN;
 
   ImplicitGemmOperands<L, T> op;
@@ -78,7 +79,7 @@ struct ImplicitGemmHostKernel {
     for (int jt = 0; jt < count; jt += TN) {
       const int j_count = std::min(TN, count - jt);
       for (int m0 = 0; m0 < op.M; m0 += TM) {
-        T acc[TM][TN];
+        Acc acc[TM][TN];
         multiply(panel + jt, w_off, m0, acc);
         if (fused_pool) {
           store_conv_tile(acc, m0, conv_tile + jt);
@@ -141,7 +142,7 @@ struct ImplicitGemmHostKernel {
   /// acc = W(m0 .. m0 + TM, :) * panel(:, 0 .. TN), rows past M repeating row M - 1;
   /// w_off[k]: tap k's offset within a filter.
   void multiply(const T* KOKKOS_RESTRICT panel, const std::int64_t* KOKKOS_RESTRICT w_off, int m0,
-                T (&acc)[TM][TN]) const {
+                Acc (&acc)[TM][TN]) const {
     const T* w_rows[TM];
     for (int i = 0; i < TM; ++i)
       w_rows[i] = op.w + std::int64_t(std::min(m0 + i, op.M - 1)) * op.ws.n;
@@ -163,7 +164,7 @@ struct ImplicitGemmHostKernel {
     }
   }
 
-  void store(T (&acc)[TM][TN], int m0, const std::int64_t* y_off, int j_count) const {
+  void store(Acc (&acc)[TM][TN], int m0, const std::int64_t* y_off, int j_count) const {
     for (int i = 0; i < TM && m0 + i < op.M; ++i) {
       const int m = m0 + i;
       T out[TN];
@@ -175,7 +176,7 @@ struct ImplicitGemmHostKernel {
   }
 
   /// Fused pooling: bias + activation into the conv tile's rows m0 .. m0 + TM (pitch bn).
-  void store_conv_tile(T (&acc)[TM][TN], int m0, T* tile_column) const {
+  void store_conv_tile(Acc (&acc)[TM][TN], int m0, T* tile_column) const {
     for (int i = 0; i < TM && m0 + i < op.M; ++i)
       bias_activation_row<TN>(op.activation, acc[i], op.bias ? op.bias[m0 + i] : T(0),
                               tile_column + std::int64_t(m0 + i) * bn);

@@ -203,7 +203,7 @@ std::size_t conv2d_implicit_gemm(const ExecSpace& space, const XView& x, const W
       using Id = ImplicitGemmDeviceTile;
       const ImplicitGemmDevicePlan plan =
           implicit_gemm_device_plan(o, multiprocessor_count(space), pb.workspace_limit_bytes);
-      if constexpr (!std::is_same_v<T, float>) {
+      if constexpr (!implicit_gemm_has_tuned_tiles_v<T>) {
         implicit_gemm_device_launch<Tiles::Double>(space, o, mode);
       } else {
         switch (plan.tile) {

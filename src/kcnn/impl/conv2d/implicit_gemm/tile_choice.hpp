@@ -13,6 +13,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "../../common/element_traits.hpp"
 #include "operands.hpp"
 
 namespace kcnn::Impl {
@@ -146,6 +147,12 @@ int implicit_gemm_nonempty_slices(int K, int k_slices) {
   return (steps + per_slice - 1) / per_slice;
 }
 
+/// Element types with tuned device tiles (fp32); the others run the Double tile
+/// (supported, not tuned).
+template <class T>
+inline constexpr bool implicit_gemm_has_tuned_tiles_v =
+    ElementTraits<T>::kind == ElementKind::Float32;
+
 /// The device tile ImplicitGemm runs a problem with, and its split of K.
 enum class ImplicitGemmDeviceTile { SmallM, MidM, LargeM, HugeM, Narrow, Double };
 struct ImplicitGemmDevicePlan {
@@ -162,7 +169,7 @@ ImplicitGemmDevicePlan implicit_gemm_device_plan(const ImplicitGemmOperands<L, T
                                                  std::size_t workspace_limit) {
   using Tiles = ImplicitGemmDeviceTiles;
   using Id = ImplicitGemmDeviceTile;
-  if constexpr (!std::is_same_v<T, float>) {
+  if constexpr (!implicit_gemm_has_tuned_tiles_v<T>) {
     return {Id::Double, 1};
   } else {
     if (o.M <= Tiles::SmallM::BM) return {Id::SmallM, 1};

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "../../common/element_traits.hpp"
 #include "../../common/problem.hpp"
 #include "../../common/tensor_access.hpp"
 #include "../../epilogue/bias_activation.hpp"
@@ -40,7 +41,7 @@ struct Conv2dReferenceKernel {
     const std::int64_t h0 = p * pb.stride_h - pb.pad_h;
     const std::int64_t w0 = q * pb.stride_w - pb.pad_w;
 
-    scalar acc = 0;
+    accumulator_t<scalar> acc = 0;
     for (std::int64_t c = 0; c < pb.C; ++c) {
       for (std::int64_t r = 0; r < pb.R; ++r) {
         const std::int64_t h = h0 + r * pb.dilation_h;

@@ -84,7 +84,7 @@ struct TiledDeviceKernel
       TileIndex index = first_tile;
       index.tp += k;
       const TileOrigin o = tile_origin(index);
-      scalar acc[BM][BH][BW];
+      accumulator acc[BM][BH][BW];
       zero(acc);
       for (int c0 = 0; c0 < C; c0 += g.c_chunk) {
         const int cc = C - c0 < g.c_chunk ? C - c0 : g.c_chunk;

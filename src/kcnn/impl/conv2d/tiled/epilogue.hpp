@@ -42,7 +42,7 @@ struct TiledDeviceEpilogue : Base {
 
   /// GPU: bias + activation of the micro-tile into the conv tile, with compile-time
   /// indices into acc only (see store_device).
-  KOKKOS_FORCEINLINE_FUNCTION void store_conv_tile_device(const scalar (&acc)[BM][BH][BW],
+  KOKKOS_FORCEINLINE_FUNCTION void store_conv_tile_device(const accumulator (&acc)[BM][BH][BW],
                                                           const TileOrigin& o, int t,
                                                           scalar* conv_tile) const {
     with_activation(pb.activation, [&](auto act) {
@@ -50,7 +50,7 @@ struct TiledDeviceEpilogue : Base {
     });
   }
   template <Activation Act>
-  KOKKOS_FORCEINLINE_FUNCTION void store_conv_tile_device_as(const scalar (&acc)[BM][BH][BW],
+  KOKKOS_FORCEINLINE_FUNCTION void store_conv_tile_device_as(const accumulator (&acc)[BM][BH][BW],
                                                              const TileOrigin& o, int t,
                                                              scalar* conv_tile) const {
     int m_first, p_first, q_first;
@@ -74,7 +74,7 @@ struct TiledDeviceEpilogue : Base {
   /// activation, and the stores (vector runs as in store_device). Windows taller than
   /// the micro-tile (4x4 with BH = 2) combine the halves of two vertically adjacent
   /// threads; the upper one stores.
-  KOKKOS_FORCEINLINE_FUNCTION void store_pooled_device(const scalar (&acc)[BM][BH][BW],
+  KOKKOS_FORCEINLINE_FUNCTION void store_pooled_device(const accumulator (&acc)[BM][BH][BW],
                                                        const TileOrigin& o, int t) const {
     with_activation(pb.activation, [&](auto act) {
       constexpr Activation Act = decltype(act)::value;
@@ -86,7 +86,7 @@ struct TiledDeviceEpilogue : Base {
     });
   }
   template <PoolMode Mode, Activation Act>
-  KOKKOS_FORCEINLINE_FUNCTION void store_pooled_device(const scalar (&acc)[BM][BH][BW],
+  KOKKOS_FORCEINLINE_FUNCTION void store_pooled_device(const accumulator (&acc)[BM][BH][BW],
                                                        const TileOrigin& o, int t) const {
     using Op = PoolReduce<Mode, scalar>;
     constexpr int Win = tiled_register_window(Pooling);
@@ -190,12 +190,12 @@ struct TiledDeviceEpilogue : Base {
 
   /// Stores `Count` outputs that are `stride` elements apart in y, starting at dst, up to
   /// `valid` of them: with 16- or 8-byte stores when all are in range, they are adjacent
-  /// (stride 1, LayoutRight) and dst is aligned (float only), else one by one. A warp's
-  /// lanes then write whole 32-byte sectors instead of every 4th float of them.
+  /// (stride 1, LayoutRight) and dst is aligned (4 elements per 16 bytes: float), else one by one.
+  /// A warp's lanes then write whole 32-byte sectors instead of every 4th float of them.
   template <int Count>
   KOKKOS_FORCEINLINE_FUNCTION static void store_run(scalar* dst, std::int64_t stride,
                                                     const scalar (&out)[Count], int valid) {
-    if constexpr (std::is_same_v<scalar, float> && Count % 2 == 0) {
+    if constexpr (vector_elements_v<scalar> == 4 && Count % 2 == 0) {
       if (stride == 1 && valid >= Count) {
         const auto addr = reinterpret_cast<std::uintptr_t>(dst);
         if constexpr (Count % 4 == 0) {
@@ -224,13 +224,13 @@ struct TiledDeviceEpilogue : Base {
   /// with constants only, so the accumulators stay in registers (a loop with an early
   /// exit or a pointer to a row of them sends the whole array to local memory). NCHW
   /// stores runs of BW columns, NHWC runs of BM channels (store_run): y's last index.
-  KOKKOS_FORCEINLINE_FUNCTION void store_device(const scalar (&acc)[BM][BH][BW],
+  KOKKOS_FORCEINLINE_FUNCTION void store_device(const accumulator (&acc)[BM][BH][BW],
                                                 const TileOrigin& o, int t) const {
     with_activation(pb.activation,
                     [&](auto act) { store_device_as<decltype(act)::value>(acc, o, t); });
   }
   template <Activation Act>
-  KOKKOS_FORCEINLINE_FUNCTION void store_device_as(const scalar (&acc)[BM][BH][BW],
+  KOKKOS_FORCEINLINE_FUNCTION void store_device_as(const accumulator (&acc)[BM][BH][BW],
                                                    const TileOrigin& o, int t) const {
     int m_first, p_first, q_first;
     micro_origin(o, t, m_first, p_first, q_first);
@@ -298,8 +298,8 @@ struct TiledHostEpilogue : Base {
   /// Stores the micro-tile (host): with `final`, bias and activation applied;
   /// otherwise the raw partial sums (multi-chunk path). Into y, masked at the problem's
   /// edges, or whole into a fused pooling's conv tile.
-  KOKKOS_INLINE_FUNCTION void store(const scalar (&acc)[BM][BH][BW], const TileOrigin& o, int t,
-                                    bool final, scalar* conv_tile) const {
+  KOKKOS_INLINE_FUNCTION void store(const accumulator (&acc)[BM][BH][BW], const TileOrigin& o,
+                                    int t, bool final, scalar* conv_tile) const {
     int m_first, p_first, q_first;
     micro_origin(o, t, m_first, p_first, q_first);
     const Activation activation = final ? pb.activation : Activation::Identity;
@@ -418,8 +418,8 @@ struct TiledHostEpilogue : Base {
 
   /// Reloads partial sums stored by a previous chunk (host multi-chunk path): from y,
   /// or from a fused pooling's conv tile.
-  KOKKOS_INLINE_FUNCTION void load_partial(scalar (&acc)[BM][BH][BW], const TileOrigin& o, int t,
-                                           const scalar* conv_tile) const {
+  KOKKOS_INLINE_FUNCTION void load_partial(accumulator (&acc)[BM][BH][BW], const TileOrigin& o,
+                                           int t, const scalar* conv_tile) const {
     int m_first, p_first, q_first;
     micro_origin(o, t, m_first, p_first, q_first);
     for (int bm = 0; bm < BM; ++bm)

@@ -84,7 +84,7 @@ struct TiledHostKernel
       stage(team, in_tile, w_tile, o, c0, cc, true);
       team.team_barrier();
       for (int t = team.team_rank(); t < logical; t += team.team_size()) {
-        scalar acc[BM][BH][BW];
+        accumulator acc[BM][BH][BW];
         if (first) {
           zero(acc);
         } else {

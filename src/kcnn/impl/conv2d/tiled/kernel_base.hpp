@@ -18,6 +18,7 @@
 
 #include "../../arch/device_traits.hpp"
 #include "../../arch/macros.hpp"
+#include "../../common/element_traits.hpp"
 #include "../../common/index_math.hpp"
 #include "../../common/problem.hpp"
 #include "../../common/tensor_access.hpp"
@@ -41,7 +42,8 @@ struct TiledKernelBase {
   static constexpr bool Unit = Unit_;
   static constexpr TiledPooling Pooling = Pooling_;
   static constexpr bool Pooled = Pooling != TiledPooling::None;
-  using scalar = view_scalar_t<YView>;
+  using scalar = view_scalar_t<YView>;        ///< the storage type of x, w and y
+  using accumulator = accumulator_t<scalar>;  ///< the micro-tile's sums
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using ScratchView = Kokkos::View<scalar*, typename ExecSpace::scratch_memory_space,
                                    Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -135,16 +137,16 @@ struct TiledKernelBase {
       !on_host && BM * BH * BW <= 32 && Pooling != TiledPooling::Scratch;
 
   /// Whether the GPU kernel reads staged inputs and weights with 16-byte vector loads
-  /// (accumulate_vec): float, unit stride and dilation, compile-time filter, BW and BM
-  /// multiples of 4. A warp's lanes then read consecutive 16-byte words of a scratch row
-  /// (no bank conflicts, where 4-float steps between lanes' scalar loads give 2- to
-  /// 4-way conflicts), and one load brings 4 values instead of 1.
+  /// (accumulate_vec): 4 elements per 16-byte access (float), unit stride and dilation,
+  /// compile-time filter, BW and BM multiples of 4. A warp's lanes then read consecutive 16-byte
+  /// words of a scratch row (no bank conflicts, where 4-float steps between lanes' scalar loads
+  /// give 2- to 4-way conflicts), and one load brings 4 values instead of 1.
   static constexpr bool vector_loads = !on_host && Unit && KR > 0 && KS > 0 &&
-                                       std::is_same_v<scalar, float>&& BW % 4 == 0 && BM % 4 == 0;
+                                       vector_elements_v<scalar> == 4 && BW % 4 == 0 && BM % 4 == 0;
 
   using Vec4 = AlignedVec4<scalar>;
 
-  KOKKOS_FORCEINLINE_FUNCTION static void zero(scalar (&acc)[BM][BH][BW]) {
+  KOKKOS_FORCEINLINE_FUNCTION static void zero(accumulator (&acc)[BM][BH][BW]) {
     KCNN_DEVICE_UNROLL
     for (int bm = 0; bm < BM; ++bm)
       KCNN_DEVICE_UNROLL

@@ -156,8 +156,8 @@ void conv2d_tiled_filter_dispatch(const ExecSpace& space, const XView& x, const 
                                                                        tuning, mode);
     }
   };
-  if constexpr (std::is_same_v<typename ExecSpace::memory_space, Kokkos::HostSpace> ||
-                !std::is_same_v<view_scalar_t<YView>, float>) {
+  if constexpr (runs_on_host_v<ExecSpace> ||
+                ElementTraits<view_scalar_t<YView>>::kind != ElementKind::Float32) {
     // CPUs vectorize across output columns; unrolled taps buy little there and cost
     // minutes of compile time per instantiation, so the host keeps runtime extents. So
     // does double on GPUs: supported, but not what the unrolled kernels are tuned for.

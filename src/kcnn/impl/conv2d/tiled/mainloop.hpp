@@ -30,8 +30,9 @@ struct TiledMainloop : Base {
   using typename Base::ScratchView;
 
   /// Adds the staged chunk's contribution to logical thread t's micro-tile.
-  KOKKOS_FORCEINLINE_FUNCTION void accumulate(scalar (&acc)[BM][BH][BW], const ScratchView& in_tile,
-                                              const ScratchView& w_tile, int t, int cc) const {
+  KOKKOS_FORCEINLINE_FUNCTION void accumulate(accumulator (&acc)[BM][BH][BW],
+                                              const ScratchView& in_tile, const ScratchView& w_tile,
+                                              int t, int cc) const {
     const int tq = t % g.threads_q;
     const int tp = (t / g.threads_q) % g.threads_p;
     const int tmi = t / (g.threads_q * g.threads_p);
@@ -85,7 +86,7 @@ struct TiledDeviceMainloop : TiledMainloop<Base> {
   /// BW + KS - 1 input columns come into registers with (BW + KS + 2) / 4 vector loads
   /// (the halo row's pitch is a multiple of 4, so the over-read stays inside the row),
   /// and each tap's BM weights with BM / 4.
-  KOKKOS_FORCEINLINE_FUNCTION void accumulate_vec(scalar (&acc)[BM][BH][BW],
+  KOKKOS_FORCEINLINE_FUNCTION void accumulate_vec(accumulator (&acc)[BM][BH][BW],
                                                   const ScratchView& in_tile,
                                                   const ScratchView& w_tile, int t, int cc) const {
     const int tq = t % g.threads_q;
@@ -125,8 +126,9 @@ struct TiledDeviceMainloop : TiledMainloop<Base> {
 
   /// One filter row r of accumulate_vec: the micro-tile rows' input windows into
   /// registers, then every tap of the row.
-  KOKKOS_FORCEINLINE_FUNCTION void accumulate_vec_row(scalar (&acc)[BM][BH][BW], const scalar* in_c,
-                                                      const scalar* w_c, int r, int pitch) const {
+  KOKKOS_FORCEINLINE_FUNCTION void accumulate_vec_row(accumulator (&acc)[BM][BH][BW],
+                                                      const scalar* in_c, const scalar* w_c, int r,
+                                                      int pitch) const {
     constexpr int kWindow = BW + KS - 1;
     constexpr int kVecs = (kWindow + 3) / 4;
     scalar window[BH][kVecs * 4];
