@@ -8,12 +8,14 @@
 #   perf_tests/compare_builds.sh BEFORE AFTER OUT_DIR ROUNDS [kcnn_perf arguments...]
 # e.g. ... build-old/perf_tests/kcnn_perf build/cuda/perf_tests/kcnn_perf out 2 \
 #          --benchmark_filter='^(conv2d/(lenet|resnet3x3)/)'
-set -euo pipefail
+set -uo pipefail  # a failed run leaves its JSON out, the others still run
 before=$1 after=$2 out=$3 rounds=$4
 shift 4
 mkdir -p "$out"
 for round in $(seq 1 "$rounds"); do
-  for which in before after; do
+  order="before after"
+  ((round % 2 == 0)) && order="after before"  # neither build always runs first
+  for which in $order; do
     exe=$before
     [[ $which == after ]] && exe=$after
     "$exe" "$@" --benchmark_out="$out/$which-$round.json" --benchmark_out_format=json \

@@ -73,7 +73,7 @@ using Space = Kokkos::DefaultExecutionSpace;
 constexpr bool kDeviceBuild = !std::is_same_v<Space::memory_space, Kokkos::HostSpace>;
 
 /// Every kcnn algorithm kcnn_perf measures: all that this build implements (a new
-/// algorithm joins by its line in kcnn::Impl::implemented_conv_algos), then Auto.
+/// algorithm joins by its line in the registry, impl/conv2d/registry.hpp), then Auto.
 std::vector<kcnn::ConvAlgo> kcnn_algorithms() {
   auto algos = kcnn::implemented_conv_algos();
   algos.push_back(kcnn::ConvAlgo::Auto);

@@ -135,7 +135,13 @@ FindAlgoResult find_best_algo(const ExecSpace& space, const XView& x, const WVie
     result.algo =
         Impl::select_conv2d_algo(pb, Impl::auto_context<ExecSpace, Impl::view_scalar_t<YView>>())
             .algo;
-  } else if (cached && Impl::is_implemented(cached->algo)) {
+  } else if (cached && Impl::is_implemented(cached->algo) &&
+             !Impl::conv2d_can_implement(space, cached->algo,
+                                         Impl::as_kernel_view<ExecSpace, false>(x),
+                                         Impl::as_kernel_view<ExecSpace, false>(w),
+                                         Impl::as_kernel_view<ExecSpace, false>(bias),
+                                         Impl::as_kernel_view<ExecSpace, true>(y), pb)
+                  .has_value()) {
     result.algo = cached->algo;
     result.from_cache = true;
   } else {

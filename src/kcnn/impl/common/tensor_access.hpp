@@ -32,6 +32,8 @@ KOKKOS_FORCEINLINE_FUNCTION decltype(auto) at(const View& v, I0 n, I1 c, I2 h, I
 /// has proven so aligned.
 template <class T, int N>
 struct alignas(sizeof(T) * N < kVectorAccessBytes ? sizeof(T) * N : kVectorAccessBytes) AlignedVec {
+  static_assert((sizeof(T) * N & (sizeof(T) * N - 1)) == 0,
+                "AlignedVec: the vector's size must be a power of two (an alignment)");
   T v[N];
 };
 

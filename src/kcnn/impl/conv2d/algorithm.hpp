@@ -23,8 +23,9 @@
 /// The Views are kernel Views (as_kernel_view); `pb` is validated against them and,
 /// when the algorithm does not fuse pb's pooling, is the unpooled problem (dispatch.hpp
 /// runs the pooling after it). Because can_implement is the launch in Check mode, an
-/// algorithm's limits live in one place, its planning code, and Auto can never pick
-/// an algorithm whose launch would then throw.
+/// algorithm's limits live in one place, its planning code, and Auto never picks an
+/// algorithm whose planning rejects the problem (what planning cannot know, such as
+/// whether a workspace allocation succeeds, is left to the run).
 ///
 /// The list of descriptors is registry.hpp's Conv2dRegistry: a new algorithm is its
 /// folder with its kernels and descriptor, plus one line there.
@@ -46,21 +47,14 @@ using UnsupportedReason = std::optional<std::string>;
 /// A compile-time list of descriptors, walked in order.
 template <class... Algos>
 struct AlgorithmList {
-  static constexpr std::size_t size = sizeof...(Algos);
   /// Their ids, in list order.
   static constexpr ConvAlgo ids[] = {Algos::id...};
 
-  /// Calls f(Algo{}) for each descriptor in order.
-  template <class F>
-  static void for_each(F&& f) {
-    (f(Algos{}), ...);
-  }
   /// Calls f(Algo{}) for the descriptor whose id is `id`; false if there is none.
   template <class F>
   static bool visit(ConvAlgo id, F&& f) {
     return ((Algos::id == id ? (f(Algos{}), true) : false) || ...);
   }
-  static constexpr bool contains(ConvAlgo id) { return ((Algos::id == id) || ...); }
 };
 
 }  // namespace kcnn::Impl

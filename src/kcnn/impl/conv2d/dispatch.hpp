@@ -9,6 +9,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
+#include <exception>
 #include <string>
 
 #include "../../types.hpp"
@@ -21,15 +22,6 @@
 #include "registry.hpp"
 
 namespace kcnn::Impl {
-
-/// Whether the registered algorithm `algo` fuses pooling `pool` (its kernels pool in the
-/// same pass; the unpooled output never reaches memory).
-inline bool conv2d_fuses_pool(ConvAlgo algo, const Pool2dParams& pool) {
-  bool fuses = false;
-  Conv2dRegistry::visit(algo,
-                        [&](auto descriptor) { fuses = decltype(descriptor)::fuses_pool(pool); });
-  return fuses;
-}
 
 /// Runs (or checks, see LaunchMode) registered algorithm `algo` on kernel Views with
 /// validated problem `pb`, pooled or not: a pooling the algorithm does not fuse runs as
@@ -78,14 +70,16 @@ std::size_t conv2d_launch(const ExecSpace& space, ConvAlgo algo, const XView& x,
 }
 
 /// Why registered algorithm `algo` cannot run `pb` on these kernel Views, or nothing:
-/// its launch in Check mode (the limits its run tests, nothing else).
+/// its launch in Check mode, i.e. every limit its planning tests (what it does not test:
+/// whether the workspace allocation succeeds). A Kokkos policy the planning builds may
+/// throw too (e.g. a league beyond the device's grid): that is a reason as well.
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 UnsupportedReason conv2d_can_implement(const ExecSpace& space, ConvAlgo algo, const XView& x,
                                        const WView& w, const BView& bias, const YView& y,
                                        const Conv2dProblem& pb) {
   try {
     conv2d_launch(space, algo, x, w, bias, y, pb, LaunchMode::Check);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     return std::string(e.what());
   }
   return std::nullopt;

@@ -9,7 +9,7 @@
 /// `pool_reduce` runs both over any value source; `pool_output` adds the bias and applies
 /// the pooling's activation. A fused convolution kernel computes, for a tile of pooled
 /// outputs, the convolution outputs `pool_input_span` names (already biased and
-/// activated with the convolution's activation, see epilogue.hpp), keeps them in scratch
+/// activated with the convolution's activation, see bias_activation.hpp), keeps them in scratch
 /// or registers, and then per pooled output:
 ///
 ///   const auto win = pool_window(pb.pool, pb.P, pb.Q, pp, pq);   // conv-output coords

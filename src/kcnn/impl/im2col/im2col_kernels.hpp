@@ -2,7 +2,7 @@
 /// \file impl/im2col/im2col_kernels.hpp
 /// \brief The im2col and col2im kernels, one GPU-shaped and one host-shaped variant per
 ///        layout, all on raw pointers with 64-bit addresses and all indexing through
-///        UnrollMap / UnrolledStorage (impl/unroll_map.hpp).
+///        UnrollMap / UnrolledStorage (impl/common/unroll_map.hpp).
 ///
 /// GPU variants: consecutive threads write consecutive addresses of the unrolled matrix
 /// (coalesced); each thread decomposes its index once and then walks several taps with
@@ -405,7 +405,7 @@ void im2col_launch(const ExecSpace& space, const UnrollMap<L>& map, const T* x,
     }
   }
   // Channel lanes (NHWC) when a warp's worth of channels exists, else (s, c) lanes.
-  const bool fold_s = L == Layout::NHWC && map.C < 32;
+  const bool fold_s = L == Layout::NHWC && map.C < kWarpSize;
   const std::int64_t lanes = fold_s ? map.S * map.C : map.C;
   auto launch = [&](auto index_tag) {
     using I = decltype(index_tag);

@@ -2,7 +2,7 @@
 /// \file impl/pool2d/pool2d_kernels.hpp
 /// \brief The kernels of pool2d_forward (and of the pooling pass of conv2d_forward's
 ///        two-pass fused path). Pooling is memory-bound: each kernel reads x about once
-///        and writes y once; the window reduction itself is pool_epilogue.hpp's.
+///        and writes y once; the window reduction itself is epilogue/pool_window.hpp's.
 ///
 /// - Device backends (GPU): one thread per output element, threads enumerating y in
 ///   memory order, so a warp stores consecutive addresses in either layout. In NHWC a

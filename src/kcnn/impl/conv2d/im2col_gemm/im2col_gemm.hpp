@@ -25,7 +25,7 @@
 /// Memory: the batch is processed in chunks of pixels whose scratch (unrolled matrix,
 /// GEMM output where needed, packed weights) stays within the budget
 /// (Conv2dParams::workspace_limit_bytes, else kcnn::workspace_limit()); the scratch is
-/// the cached per-instance workspace of impl/workspace_cache.hpp. BLAS takes 32-bit
+/// the cached per-instance workspace of impl/common/workspace_cache.hpp. BLAS takes 32-bit
 /// dimensions, so chunks are also capped at 2^31 - 1 rows/columns; all index
 /// arithmetic outside BLAS is 64-bit.
 ///

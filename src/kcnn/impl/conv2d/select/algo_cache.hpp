@@ -38,12 +38,22 @@
 #include "../../common/element_traits.hpp"
 #include "../../common/problem.hpp"
 #include "../../common/view_checks.hpp"
-#include "../registry.hpp"
 
 namespace kcnn::Impl {
 
-/// The algorithms a cache file may name: the registry's.
-inline constexpr const auto& known_conv_algos = Conv2dRegistry::ids;
+/// Finds the concrete ConvAlgo (not Auto) whose to_string is `token`: any enumerator, so
+/// that a file naming an algorithm this build does not register still loads (Auto skips
+/// such entries).
+inline bool parse_conv_algo(const std::string& token, ConvAlgo& algo) {
+  for (unsigned i = 0; i < 32; ++i) {
+    const auto a = static_cast<ConvAlgo>(i);
+    if (a != ConvAlgo::Auto && token == to_string(a)) {
+      algo = a;
+      return true;
+    }
+  }
+  return false;
+}
 
 /// Everything a tuned choice depends on: the problem's geometry, tensor layout, epilogue,
 /// the Views' array layouts (a kernel may support LayoutRight only), the backend and
@@ -241,7 +251,7 @@ inline bool parse_algo_cache_entry(const std::string& line, AlgoCacheKey& k, Alg
   if (!parse_int(f[16], 0, kMaxInt, k.pad_w)) return bad("pad_w", f[16]);
   if (!parse_int(f[17], 1, kMaxInt, k.dilation_h)) return bad("dilation_h", f[17]);
   if (!parse_int(f[18], 1, kMaxInt, k.dilation_w)) return bad("dilation_w", f[18]);
-  if (!parse_enum(f[19], known_conv_algos, e.algo)) return bad("algorithm", f[19]);
+  if (!parse_conv_algo(f[19], e.algo)) return bad("algorithm", f[19]);
   char* end = nullptr;
   e.seconds = std::strtod(f[20].c_str(), &end);
   if (end != f[20].c_str() + f[20].size() || !std::isfinite(e.seconds) || e.seconds < 0)

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /// \file impl/conv2d/select/auto_rules.hpp
 /// \brief How `ConvAlgo::Auto` chooses: the tuner's cached winner for the exact problem
-///        if there is one, else a heuristic from the shape, layout and backend. Also the
-///        list of algorithms this build implements.
+///        if there is one, else rules keyed by target, element type and host ISA (the
+///        evidence: TUNING.md), among the registered algorithms that can run the problem.
 #pragma once
 
 #include <Kokkos_Core.hpp>
 
-#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
