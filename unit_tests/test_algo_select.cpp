@@ -253,6 +253,7 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
       {problem(61, 13, 47, 53, 23, 3, 3, 1, 2), ConvAlgo::Tiled, "device_double_nchw_direct"},
       {problem(61, 13, 47, 53, 23, 3, 3, 1, 2, Layout::NHWC), ConvAlgo::ImplicitGemm,
        "device_double_default"},
+      {problem(61, 17, 61, 59, 31, 3, 3, 2, 1), ConvAlgo::ImplicitGemm, "device_double_default"},
   };
   for (const auto& e : device_double) {
     const auto choice = select_for(e.pb, Target::Device, kEverything, HostIsa::Generic, f64);

@@ -193,7 +193,10 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
        {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
       {"device_double_nchw_direct",
        D,
-       [](P pb, C c) { return c.element == ElementKind::Float64 && pb.layout == Layout::NCHW; },
+       [](P pb, C c) {
+         return c.element == ElementKind::Float64 && pb.layout == Layout::NCHW &&
+                pb.stride_h == 1 && pb.stride_w == 1;
+       },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
       {"device_double_default",
        D,
