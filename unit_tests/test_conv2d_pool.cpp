@@ -12,22 +12,6 @@ using kcnn::ConvAlgo;
 using kcnn::Layout;
 using kcnn::PoolMode;
 
-/// A convolution and the pooling applied to its output. `pool`'s N, C, H, W and layout
-/// are derived from the convolution (see pool_of).
-struct FusedCase {
-  ConvCase conv;
-  PoolCase pool;
-};
-
-/// The pooling stage of a fused case, with its input extents set to the conv output.
-PoolCase pool_of(const FusedCase& f) {
-  PoolCase p = f.pool;
-  p.N = f.conv.N, p.C = f.conv.M, p.H = f.conv.P(), p.W = f.conv.Q();
-  p.layout = f.conv.layout;
-  p.bias = false;  // the fused form has no pooling bias
-  return p;
-}
-
 struct FusedParam {
   FusedCase f;
   ConvAlgo algo;
@@ -42,18 +26,6 @@ std::string param_name(const ::testing::TestParamInfo<FusedParam>& info) {
   const auto& p = info.param;
   return p.f.conv.name + "_" + kcnn::to_string(p.f.conv.layout) + "_" + kcnn::to_string(p.algo) +
          "_" + backend_name(p.backend);
-}
-
-PoolCase pool(int wh, int ww, int sh, int sw, int ph, int pw, PoolMode mode,
-              bool count_include_pad = true, Activation activation = Activation::Identity) {
-  PoolCase p{"pool", 0, 0, 0, 0, wh, ww, sh, sw, ph, pw};
-  p.mode = mode, p.count_include_pad = count_include_pad, p.activation = activation;
-  return p;
-}
-
-ConvCase conv(ConvCase c, Activation activation, bool bias) {
-  c.activation = activation, c.bias = bias;
-  return c;
 }
 
 /// Conv/pool combinations: the LeNet layers (7x7 conv, ReLU, 2x2 and 4x4 max pooling,
@@ -126,34 +98,6 @@ std::vector<FusedParam> fused_params() {
   return list;
 }
 
-/// Runs `run(x, w, bias, y, params)` (params with f's pooling, algo `algo`) on random
-/// inputs with y poisoned and compares y with the double conv -> pool reference.
-template <class T, class Space, class Run>
-void check_fused_with(const Space& space, const FusedCase& f, ConvAlgo algo, Run&& run) {
-  SCOPED_TRACE(std::string("scalar ") + (std::is_same_v<T, float> ? "float" : "double"));
-  const ConvCase& c = f.conv;
-  const PoolCase pc = pool_of(f);
-  const auto xv = random_values(product(c.x_extents()), 11);
-  const auto wv = random_values(product(c.w_extents()), 22);
-  const auto bv = random_values(c.M, 33);
-  const auto want = host_pool2d(pc, host_conv2d(c, xv, wv, bv), {});
-
-  auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
-  auto w = make_tensor<T, Space>("w", c.w_extents(), wv);
-  auto bias = make_vector<T, Space>("bias", bv);
-  const auto ye = pc.y_extents();
-  Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
-  poison(y);
-
-  auto params = c.params();
-  params.algo = algo;
-  params.pool = pc.params();
-  run(x, w, bias, y, params);
-  space.fence();
-  const double err = relative_error(to_host(y), want);
-  EXPECT_LE(err, tolerance<T>()) << "relative error " << err;
-}
-
 template <class T, class Space>
 void check_fused(const Space& space, const FusedCase& f, ConvAlgo algo) {
   check_fused_with<T>(space, f, algo,
@@ -179,25 +123,6 @@ TEST_P(Conv2dPool, MatchesConvThenPoolReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dPool, ::testing::ValuesIn(fused_params()), param_name);
-
-/// The fused 2x2 pooling in Tiled's GPU kernels with several row tiles per team
-/// (Conv2dTiledKernel::kMultiTile): LeNet C1's shape, 5 row tiles of 8 pooled rows, in
-/// groups of 2, 3 and all 5, max and average, both layouts.
-TEST(Conv2dPoolTiledRowGroups, MatchesConvThenPoolReference) {
-  for_tiled_row_groups([](auto space, Layout layout, int per_team) {
-    for (PoolMode mode : {PoolMode::Max, PoolMode::Average}) {
-      FusedCase f{conv({"c1_row_groups_pool", 2, 1, 86, 86, 4, 7, 7}, Activation::ReLU, true),
-                  pool(2, 2, 2, 2, 0, 0, mode)};
-      f.conv.layout = f.pool.layout = layout;
-      check_fused_with<float>(space, f, ConvAlgo::Tiled,
-                              [&](const auto& x, const auto& w, const auto& bias, const auto& y,
-                                  const kcnn::Conv2dParams& params) {
-                                run_tiled_row_groups<kcnn::Impl::TiledPooling::Registers2x2>(
-                                    space, x, w, bias, y, params, per_team);
-                              });
-    }
-  });
-}
 
 // ---------------------------------------------------------------------------------------
 // Errors of the fused form

@@ -242,8 +242,8 @@ inline std::vector<double> host_pool2d(const PoolCase& c, const std::vector<doub
   return y;
 }
 
-/// The convolution algorithms test_conv2d_forward.cpp tests (its `algorithms()`), for
-/// the other test files.
+/// The convolution algorithms test_conv2d_conformance.cpp tests (its `algorithms()`),
+/// for the other test files.
 std::vector<kcnn::ConvAlgo> conv2d_test_algorithms();
 
 template <class T, class Space>
@@ -306,6 +306,90 @@ inline double relative_error(const std::vector<double>& got, const std::vector<d
     max_ref = std::max(max_ref, std::abs(want[i]));
   }
   return max_ref > 0 ? max_diff / max_ref : max_diff;
+}
+
+/// Runs `run(x, w, bias, y, params)` on random inputs with y poisoned and compares y with
+/// the double-precision host convolution; params.algo is `algo`.
+template <class T, class Space, class Run>
+void check_forward_with(const Space& space, const ConvCase& c, kcnn::ConvAlgo algo, Run&& run) {
+  SCOPED_TRACE(std::string("scalar ") + (std::is_same_v<T, float> ? "float" : "double"));
+  const auto xv = random_values(product(c.x_extents()), 11);
+  const auto wv = random_values(product(c.w_extents()), 22);
+  const auto bv = random_values(c.M, 33);
+  const auto want = host_conv2d(c, xv, wv, bv);
+
+  auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
+  auto w = make_tensor<T, Space>("w", c.w_extents(), wv);
+  auto bias = make_vector<T, Space>("bias", bv);
+  const auto ye = c.y_extents();
+  Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+  poison(y);
+
+  auto params = c.params();
+  params.algo = algo;
+  run(x, w, bias, y, params);
+  space.fence();
+  const double err = relative_error(to_host(y), want);
+  EXPECT_LE(err, tolerance<T>()) << "relative error " << err;
+}
+
+// Convolutions with a fused pooling (test_conv2d_pool.cpp, test_conv2d_tiled.cpp).
+
+/// A convolution and the pooling applied to its output. `pool`'s N, C, H, W and layout
+/// are derived from the convolution (see pool_of).
+struct FusedCase {
+  ConvCase conv;
+  PoolCase pool;
+};
+
+/// The pooling stage of a fused case, with its input extents set to the conv output.
+inline PoolCase pool_of(const FusedCase& f) {
+  PoolCase p = f.pool;
+  p.N = f.conv.N, p.C = f.conv.M, p.H = f.conv.P(), p.W = f.conv.Q();
+  p.layout = f.conv.layout;
+  p.bias = false;  // the fused form has no pooling bias
+  return p;
+}
+
+inline PoolCase pool(int wh, int ww, int sh, int sw, int ph, int pw, kcnn::PoolMode mode,
+                     bool count_include_pad = true,
+                     kcnn::Activation activation = kcnn::Activation::Identity) {
+  PoolCase p{"pool", 0, 0, 0, 0, wh, ww, sh, sw, ph, pw};
+  p.mode = mode, p.count_include_pad = count_include_pad, p.activation = activation;
+  return p;
+}
+
+inline ConvCase conv(ConvCase c, kcnn::Activation activation, bool bias) {
+  c.activation = activation, c.bias = bias;
+  return c;
+}
+
+/// Runs `run(x, w, bias, y, params)` (params with f's pooling, algo `algo`) on random
+/// inputs with y poisoned and compares y with the double conv -> pool reference.
+template <class T, class Space, class Run>
+void check_fused_with(const Space& space, const FusedCase& f, kcnn::ConvAlgo algo, Run&& run) {
+  SCOPED_TRACE(std::string("scalar ") + (std::is_same_v<T, float> ? "float" : "double"));
+  const ConvCase& c = f.conv;
+  const PoolCase pc = pool_of(f);
+  const auto xv = random_values(product(c.x_extents()), 11);
+  const auto wv = random_values(product(c.w_extents()), 22);
+  const auto bv = random_values(c.M, 33);
+  const auto want = host_pool2d(pc, host_conv2d(c, xv, wv, bv), {});
+
+  auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
+  auto w = make_tensor<T, Space>("w", c.w_extents(), wv);
+  auto bias = make_vector<T, Space>("bias", bv);
+  const auto ye = pc.y_extents();
+  Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+  poison(y);
+
+  auto params = c.params();
+  params.algo = algo;
+  params.pool = pc.params();
+  run(x, w, bias, y, params);
+  space.fence();
+  const double err = relative_error(to_host(y), want);
+  EXPECT_LE(err, tolerance<T>()) << "relative error " << err;
 }
 
 /// Tiled's 7x7 unit-stride GPU kernel with the 4-filter micro-tile and pooling variant

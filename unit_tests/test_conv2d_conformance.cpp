@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
-// conv2d_forward against the independent double-precision host convolution, on random
-// data with the output poisoned first, over shape families x layouts x algorithms x
-// backends, in float and double.
+// The conformance suite: conv2d_forward with every registered algorithm
+// (kcnn::implemented_conv_algos()) and Auto against the independent double-precision
+// host convolution, on random data with the output poisoned first, over shape families
+// x layouts x algorithms x backends, in float and double; tile edges for every
+// registered algorithm but Reference; LayoutLeft, const and unmanaged Views. A new
+// algorithm joins by its registry line; its own tests (forced variants, tiles) live in
+// test_conv2d_<name>.cpp.
 #include "test_support.hpp"
 
 namespace kcnn_test {
@@ -132,31 +136,6 @@ std::vector<ForwardParam> tile_edge_params() {
   return list;
 }
 
-/// Runs `run(x, w, bias, y, params)` on random inputs with y poisoned and compares y with
-/// the double-precision host convolution; params.algo is `algo`.
-template <class T, class Space, class Run>
-void check_forward_with(const Space& space, const ConvCase& c, ConvAlgo algo, Run&& run) {
-  SCOPED_TRACE(std::string("scalar ") + (std::is_same_v<T, float> ? "float" : "double"));
-  const auto xv = random_values(product(c.x_extents()), 11);
-  const auto wv = random_values(product(c.w_extents()), 22);
-  const auto bv = random_values(c.M, 33);
-  const auto want = host_conv2d(c, xv, wv, bv);
-
-  auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
-  auto w = make_tensor<T, Space>("w", c.w_extents(), wv);
-  auto bias = make_vector<T, Space>("bias", bv);
-  const auto ye = c.y_extents();
-  Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
-  poison(y);
-
-  auto params = c.params();
-  params.algo = algo;
-  run(x, w, bias, y, params);
-  space.fence();
-  const double err = relative_error(to_host(y), want);
-  EXPECT_LE(err, tolerance<T>()) << "relative error " << err;
-}
-
 template <class T, class Space>
 void check_forward(const Space& space, const ConvCase& c, ConvAlgo algo) {
   check_forward_with<T>(space, c, algo,
@@ -178,25 +157,6 @@ TEST_P(Conv2dForward, MatchesDoubleReference) {
     using Space = std::decay_t<decltype(space)>;
     check_forward<float, Space>(space, p.c, p.algo);
     check_forward<double, Space>(space, p.c, p.algo);
-  });
-}
-
-/// Tiled's GPU kernels with several row tiles per team (Conv2dTiledKernel::kMultiTile):
-/// LeNet C1's shape (5 row tiles of 16 rows) in groups of 2 (a partial last group), 3
-/// and all 5, with 3 filters (a partial channel group), both layouts. (With a fused 2x2
-/// pooling: test_conv2d_pool.cpp.)
-TEST(Conv2dTiledRowGroups, MatchesDoubleReference) {
-  for_tiled_row_groups([](auto space, Layout layout, int per_team) {
-    ConvCase c{"c1_row_groups", 2, 1, 86, 86, 3, 7, 7};
-    c.layout = layout;
-    c.activation = Activation::ReLU;
-    c.bias = true;
-    check_forward_with<float>(space, c, ConvAlgo::Tiled,
-                              [&](const auto& x, const auto& w, const auto& bias, const auto& y,
-                                  const kcnn::Conv2dParams& params) {
-                                run_tiled_row_groups<kcnn::Impl::TiledPooling::None>(
-                                    space, x, w, bias, y, params, per_team);
-                              });
   });
 }
 
@@ -238,55 +198,6 @@ TEST(Conv2dForwardViews, LayoutLeftViewsMatchReference) {
     EXPECT_LE(relative_error(to_host(y_right), want), tolerance<double>());
   }
 }
-
-#if defined(KOKKOS_ENABLE_CUDA)
-// ImplicitGemm picks its GPU tile from M and the number of output tiles, so small test
-// shapes would reach only some tiles: run every tile directly on shapes with partial
-// M, pixel and K tiles, both layouts, padding, stride and dilation.
-template <class Tile>
-void check_implicit_gemm_tile(const ConvCase& c) {
-  using Space = Kokkos::DefaultExecutionSpace;
-  check_forward_with<float>(Space(), c, ConvAlgo::ImplicitGemm,
-                            [&](const auto& x, const auto& w, const auto& bias, const auto& y,
-                                const kcnn::Conv2dParams& params) {
-                              const auto pb =
-                                  kcnn::Impl::make_conv2d_problem("test", x, w, bias, y, params);
-                              auto launch = [&](auto layout_tag) {
-                                constexpr kcnn::Layout L = decltype(layout_tag)::value;
-                                const auto o = kcnn::Impl::implicit_gemm_operands<L>(
-                                    kcnn::Impl::as_kernel_view<Space, false>(x),
-                                    kcnn::Impl::as_kernel_view<Space, false>(w),
-                                    kcnn::Impl::as_kernel_view<Space, false>(bias),
-                                    kcnn::Impl::as_kernel_view<Space, true>(y), pb);
-                                kcnn::Impl::implicit_gemm_device_launch<Tile>(Space(), o);
-                              };
-                              if (c.layout == Layout::NCHW) {
-                                launch(std::integral_constant<Layout, Layout::NCHW>{});
-                              } else {
-                                launch(std::integral_constant<Layout, Layout::NHWC>{});
-                              }
-                            });
-}
-
-TEST(ImplicitGemmDeviceTiles, EveryTileMatchesReference) {
-  using Tiles = kcnn::Impl::ImplicitGemmDeviceTiles;
-  std::vector<ConvCase> cases = {{"m130_j507_k45_pad", 3, 5, 13, 13, 130, 3, 3, 1, 1, 1, 1},
-                                 {"m70_k28_s2_d2", 2, 7, 21, 17, 70, 2, 2, 2, 2, 1, 0, 2, 2}};
-  cases[0].activation = Activation::ReLU;
-  cases[1].activation = Activation::Tanh;
-  for (ConvCase c : cases)
-    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
-      c.layout = layout;
-      c.bias = true;
-      SCOPED_TRACE(c.name + " " + kcnn::to_string(layout));
-      check_implicit_gemm_tile<Tiles::SmallM>(c);
-      check_implicit_gemm_tile<Tiles::MidM>(c);
-      check_implicit_gemm_tile<Tiles::LargeM>(c);
-      check_implicit_gemm_tile<Tiles::HugeM>(c);
-      check_implicit_gemm_tile<Tiles::Narrow>(c);
-    }
-}
-#endif
 
 // Inputs may be const Views, and unmanaged Views over user memory work too.
 TEST(Conv2dForwardViews, ConstAndUnmanagedInputs) {
