@@ -52,6 +52,7 @@ struct TiledDeviceKernel
   using Base::zero;
   using typename Base::member_type;
   using typename Base::scalar;
+  using typename Base::accumulator;
   using typename Base::ScratchView;
   using typename Base::TileIndex;
   using typename Base::TileOrigin;

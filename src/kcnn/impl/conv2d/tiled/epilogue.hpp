@@ -37,6 +37,7 @@ struct TiledDeviceEpilogue : Base {
   using Base::y;
   using typename Base::member_type;
   using typename Base::scalar;
+  using typename Base::accumulator;
   using typename Base::TileOrigin;
   using typename Base::Vec4;
 
@@ -293,6 +294,7 @@ struct TiledHostEpilogue : Base {
   using Base::y;
   using typename Base::member_type;
   using typename Base::scalar;
+  using typename Base::accumulator;
   using typename Base::TileOrigin;
 
   /// Stores the micro-tile (host): with `final`, bias and activation applied;

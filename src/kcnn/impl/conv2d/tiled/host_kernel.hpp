@@ -48,6 +48,7 @@ struct TiledHostKernel
   using Base::zero;
   using typename Base::member_type;
   using typename Base::scalar;
+  using typename Base::accumulator;
   using typename Base::ScratchView;
   using typename Base::TileIndex;
   using typename Base::TileOrigin;

@@ -27,6 +27,7 @@ struct TiledMainloop : Base {
   using Base::stride_h;
   using Base::stride_w;
   using typename Base::scalar;
+  using typename Base::accumulator;
   using typename Base::ScratchView;
 
   /// Adds the staged chunk's contribution to logical thread t's micro-tile.
@@ -79,6 +80,7 @@ struct TiledDeviceMainloop : TiledMainloop<Base> {
   using Base::KR;
   using Base::KS;
   using typename Base::scalar;
+  using typename Base::accumulator;
   using typename Base::ScratchView;
   using typename Base::Vec4;
 
