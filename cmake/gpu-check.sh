@@ -6,12 +6,13 @@
 #   cmake/gpu-check.sh [carry=.carry] [logs=${OUT:-gpu-logs}] [what=tests,memcheck,bench,anchor]
 # Runs the CUDA unit tests, compute-sanitizer memcheck on them, kcnn_perf (JSON too)
 # and the cuDNN anchor; writes each log under the logs folder and prints a summary.
-# Other steps: quickstart; resusage (registers, stack, spills of kcnn_perf's kernels, from
+# Other steps: racecheck (KCNN_RACECHECK_FILTER); quickstart; resusage (registers, stack, spills of kcnn_perf's kernels, from
 # cuobjdump, with the stack frames of kcnn's kernels in the summary); sass (SASS of
 # all of kcnn_perf, gzipped, into sass_kcnn_perf.txt.gz).
 # lenet5 (examples/lenet5: infer on the 10,000 test images with the packed weights, and
 # with KCNN_LENET5_TRAIN_EPOCHS=E also train from scratch for E epochs).
-# Environment: KCNN_MEMCHECK_FILTER (gtest filter for memcheck), KCNN_PERF_ARGS.
+# Environment: KCNN_MEMCHECK_FILTER (gtest filter for memcheck), KCNN_RACECHECK_FILTER
+# (for racecheck), KCNN_PERF_ARGS.
 set -uo pipefail
 carry=${1:-.carry}
 logs=${2:-${OUT:-gpu-logs}}
@@ -37,6 +38,13 @@ if has memcheck; then
   compute-sanitizer --tool memcheck --error-exitcode 99 "$carry/bin/kcnn_unit_tests" \
     ${KCNN_MEMCHECK_FILTER:+--gtest_filter=$KCNN_MEMCHECK_FILTER} >"$logs/memcheck.log" 2>&1
   note "memcheck: exit $? | $(grep -E 'ERROR SUMMARY' "$logs/memcheck.log" | tail -n 1)"
+fi
+if has racecheck; then
+  # Shared-memory races of the scratch kernels (Tiled, ImplicitGemm): slow, so a filter.
+  compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 98 \
+    "$carry/bin/kcnn_unit_tests" ${KCNN_RACECHECK_FILTER:+--gtest_filter=$KCNN_RACECHECK_FILTER} \
+    >"$logs/racecheck.log" 2>&1
+  note "racecheck: exit $? | $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$logs/racecheck.log" | tail -n 1)"
 fi
 if has quickstart; then
   "$carry/bin/kcnn_quickstart" 10000 >"$logs/quickstart.log" 2>&1
