@@ -260,12 +260,34 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
     EXPECT_EQ(choice.algo, e.algo) << "rule " << choice.reason << ", expected " << e.rule;
     EXPECT_EQ(std::string(choice.reason), e.rule);
   }
-  // ResNet's NCHW 3x3 layer on a CPU: the BLAS on AVX-512 builds, ImplicitGemm otherwise.
+  // double on CPUs.
+  const Expect host_double[] = {
+      {problem(1000, 1, 86, 86, 4, 7, 7), ConvAlgo::Tiled, "host_double_tiny_reduction"},
+      {problem(1000, 4, 40, 40, 16, 7, 7), ConvAlgo::ImplicitGemm, "host_double_default"},
+      {problem(1000, 4, 40, 40, 16, 7, 7, 1, 0, Layout::NHWC), ConvAlgo::Tiled,
+       "host_double_nhwc_short_reduction"},
+      {problem(1000, 1, 86, 86, 4, 7, 7, 2, 0, Layout::NHWC), ConvAlgo::Tiled,
+       "host_double_nhwc_short_reduction"},
+      {problem(7, 17, 61, 59, 31, 3, 3, 2, 1, Layout::NHWC), ConvAlgo::Im2colGemm,
+       "host_double_nhwc_strided"},
+      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::ImplicitGemm,
+       "host_double_default"},
+      {problem(8, 256, 56, 56, 64, 1, 1), ConvAlgo::Im2colGemm, "host_pointwise"},
+  };
+  for (const auto& e : host_double) {
+    const auto choice = select_for(e.pb, Target::Host, kEverything, HostIsa::Generic, f64);
+    EXPECT_EQ(choice.algo, e.algo) << "rule " << choice.reason << ", expected " << e.rule;
+    EXPECT_EQ(std::string(choice.reason), e.rule);
+  }
+  // ResNet's NCHW 3x3 layer on a CPU: the BLAS on AVX-512 + AMX builds (Intel Xeon),
+  // ImplicitGemm on the others (AMD Zen 4's AVX-512, AVX2).
   const auto resnet = problem(8, 64, 56, 56, 64, 3, 3, 1, 1);
-  EXPECT_EQ(select_for(resnet, Target::Host, kEverything, HostIsa::Avx512).algo,
+  EXPECT_EQ(select_for(resnet, Target::Host, kEverything, HostIsa::Avx512Amx).algo,
             ConvAlgo::Im2colGemm);
-  EXPECT_EQ(std::string(select_for(resnet, Target::Host, kEverything, HostIsa::Avx512).reason),
-            "host_avx512_nchw_long_reduction");
+  EXPECT_EQ(std::string(select_for(resnet, Target::Host, kEverything, HostIsa::Avx512Amx).reason),
+            "host_amx_nchw_long_reduction");
+  EXPECT_EQ(select_for(resnet, Target::Host, kEverything, HostIsa::Avx512).algo,
+            ConvAlgo::ImplicitGemm);
   EXPECT_EQ(select_for(resnet, Target::Host, kEverything, HostIsa::Avx2).algo,
             ConvAlgo::ImplicitGemm);
   // Every rule names its target, and each target ends with a rule that always applies.

@@ -72,10 +72,14 @@ constexpr Target target_of() {
 /// The host instruction set the kernels were compiled for (kcnn's headers compile in
 /// the caller's project: its -march, see KCNN_HOST_ARCH), which decides how wide the
 /// host kernels' SIMD loops are.
-enum class HostIsa { Generic, Avx2, Avx512 };
+/// Avx512Amx: AVX-512 plus AMX tiles, i.e. Intel Xeon from Sapphire Rapids on, whose
+/// measured winners differ from AVX-512 CPUs without AMX (AMD Zen 4): TUNING.md.
+enum class HostIsa { Generic, Avx2, Avx512, Avx512Amx };
 
 constexpr HostIsa build_host_isa() {
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && defined(__AMX_TILE__)
+  return HostIsa::Avx512Amx;
+#elif defined(__AVX512F__)
   return HostIsa::Avx512;
 #elif defined(__AVX2__)
   return HostIsa::Avx2;
@@ -85,7 +89,10 @@ constexpr HostIsa build_host_isa() {
 }
 
 inline const char* host_isa_name(HostIsa isa) {
-  return isa == HostIsa::Avx512 ? "avx512" : isa == HostIsa::Avx2 ? "avx2" : "generic";
+  return isa == HostIsa::Avx512Amx ? "avx512+amx"
+         : isa == HostIsa::Avx512  ? "avx512"
+         : isa == HostIsa::Avx2    ? "avx2"
+                                   : "generic";
 }
 
 /// What the Auto rules look at besides the problem: where the kernels run, the element
@@ -148,8 +155,9 @@ inline constexpr std::int64_t kWideGemmFiltersDoubleDevice = 64;
 inline constexpr std::int64_t kPointwiseNhwcGemmFiltersDevice = 64;
 /// Host, unit stride: up to this reduction length Tiled's direct kernel leads.
 inline constexpr std::int64_t kShortReductionHost = 256;
-/// Host, AVX-512, NCHW at unit stride: from this reduction length the BLAS leads.
-inline constexpr std::int64_t kLongReductionHostAvx512 = 512;
+/// Host, AVX-512 + AMX (Intel Xeon), NCHW at unit stride: from this reduction length
+/// the BLAS leads.
+inline constexpr std::int64_t kLongReductionHostAmx = 512;
 /// Host, NHWC, strided or dilated: Tiled leads only for reductions up to this length.
 inline constexpr std::int64_t kTinyReductionHostStrided = 64;
 
@@ -257,6 +265,35 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
        H,
        [](P pb, C) { return is_pointwise(pb); },
        {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
+      // CPUs, double (AMD Zen 4, medians of three runs: TUNING.md). The fp64 BLAS and
+      // ImplicitGemm's fp64 register blocks rank differently from fp32.
+      {"host_double_tiny_reduction",
+       H,
+       [](P pb, C c) {
+         return c.element == ElementKind::Float64 &&
+                reduction_length(pb) <= kTinyReductionHostStrided && unit_stride_and_dilation(pb);
+       },
+       {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
+      {"host_double_nhwc_short_reduction",
+       H,
+       [](P pb, C c) {
+         return c.element == ElementKind::Float64 && pb.layout == Layout::NHWC &&
+                reduction_length(pb) <= kShortReductionHost &&
+                (unit_stride_and_dilation(pb) || reduction_length(pb) <= kTinyReductionHostStrided);
+       },
+       {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
+      {"host_double_nhwc_strided",
+       H,
+       [](P pb, C c) {
+         return c.element == ElementKind::Float64 && pb.layout == Layout::NHWC &&
+                (pb.stride_h > 1 || pb.stride_w > 1);
+       },
+       {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
+      {"host_double_default",
+       H,
+       [](P, C c) { return c.element == ElementKind::Float64; },
+       {A::ImplicitGemm, A::Im2colGemm, A::Tiled, A::Reference}},
+      // CPUs, float.
       {"host_short_reduction",
        H,
        [](P pb, C) {
@@ -269,14 +306,14 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
          return pb.layout == Layout::NHWC && reduction_length(pb) <= kTinyReductionHostStrided;
        },
        {A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
-      // AVX-512 builds, NCHW, unit stride, long reductions (ResNet's 3x3 layers): the
-      // BLAS sgemm on the unrolled matrix, which is ahead or level on every AVX-512 CPU
-      // measured (Intel Xeon: 1.27x; AMD EPYC: level).
-      {"host_avx512_nchw_long_reduction",
+      // AVX-512 + AMX builds (Intel Xeon), NCHW, unit stride, long reductions (ResNet's
+      // 3x3 layers): the BLAS sgemm on the unrolled matrix (1.27x ImplicitGemm there; on
+      // AMD Zen 4, AVX-512 without AMX, ImplicitGemm leads up to 1.19x: not this rule).
+      {"host_amx_nchw_long_reduction",
        H,
        [](P pb, C c) {
-         return c.host_isa == HostIsa::Avx512 && pb.layout == Layout::NCHW &&
-                unit_stride_and_dilation(pb) && reduction_length(pb) >= kLongReductionHostAvx512;
+         return c.host_isa == HostIsa::Avx512Amx && pb.layout == Layout::NCHW &&
+                unit_stride_and_dilation(pb) && reduction_length(pb) >= kLongReductionHostAmx;
        },
        {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
       // The other NCHW layers on a CPU: ImplicitGemm's per-team panel stays in L2.
