@@ -50,9 +50,9 @@ struct TiledDeviceKernel
   using Base::vector_loads;
   using Base::w_tile_elems;
   using Base::zero;
+  using typename Base::accumulator;
   using typename Base::member_type;
   using typename Base::scalar;
-  using typename Base::accumulator;
   using typename Base::ScratchView;
   using typename Base::TileIndex;
   using typename Base::TileOrigin;

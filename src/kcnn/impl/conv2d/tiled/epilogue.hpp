@@ -35,9 +35,9 @@ struct TiledDeviceEpilogue : Base {
   using Base::pb;
   using Base::Pooling;
   using Base::y;
+  using typename Base::accumulator;
   using typename Base::member_type;
   using typename Base::scalar;
-  using typename Base::accumulator;
   using typename Base::TileOrigin;
   using typename Base::Vec4;
 
@@ -292,9 +292,9 @@ struct TiledHostEpilogue : Base {
   using Base::micro_origin;
   using Base::pb;
   using Base::y;
+  using typename Base::accumulator;
   using typename Base::member_type;
   using typename Base::scalar;
-  using typename Base::accumulator;
   using typename Base::TileOrigin;
 
   /// Stores the micro-tile (host): with `final`, bias and activation applied;

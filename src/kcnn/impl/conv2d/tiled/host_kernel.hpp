@@ -46,9 +46,9 @@ struct TiledHostKernel
   using Base::tile_origin;
   using Base::w_tile_elems;
   using Base::zero;
+  using typename Base::accumulator;
   using typename Base::member_type;
   using typename Base::scalar;
-  using typename Base::accumulator;
   using typename Base::ScratchView;
   using typename Base::TileIndex;
   using typename Base::TileOrigin;

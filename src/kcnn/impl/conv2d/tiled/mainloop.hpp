@@ -26,8 +26,8 @@ struct TiledMainloop : Base {
   using Base::S;
   using Base::stride_h;
   using Base::stride_w;
-  using typename Base::scalar;
   using typename Base::accumulator;
+  using typename Base::scalar;
   using typename Base::ScratchView;
 
   /// Adds the staged chunk's contribution to logical thread t's micro-tile.
@@ -79,8 +79,8 @@ struct TiledDeviceMainloop : TiledMainloop<Base> {
   using Base::g;
   using Base::KR;
   using Base::KS;
-  using typename Base::scalar;
   using typename Base::accumulator;
+  using typename Base::scalar;
   using typename Base::ScratchView;
   using typename Base::Vec4;
 
