@@ -88,13 +88,6 @@ constexpr HostIsa build_host_isa() {
 #endif
 }
 
-inline const char* host_isa_name(HostIsa isa) {
-  return isa == HostIsa::Avx512Amx ? "avx512+amx"
-         : isa == HostIsa::Avx512  ? "avx512"
-         : isa == HostIsa::Avx2    ? "avx2"
-                                   : "generic";
-}
-
 /// What the Auto rules look at besides the problem: where the kernels run, the element
 /// type, and the host ISA of the build (the GPU rules are measured on the H100, sm_90).
 struct AutoContext {
@@ -102,10 +95,6 @@ struct AutoContext {
   ElementKind element = ElementKind::Float32;
   HostIsa host_isa = build_host_isa();
 };
-
-inline const char* target_name(Target t) {
-  return t == Target::Host ? "host" : "device";
-}
 
 /// One rule of the Auto heuristic. Rules are tried in order; the first whose target is
 /// the call's and whose `applies` holds picks the first algorithm of `prefer` that the
