@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -387,6 +389,49 @@ void auto_grid(Layout layout) {
       ++checked;
     }
   EXPECT_GT(checked, 30);
+}
+
+// The descriptors' workspace (the value of their launch, Check or Run): none for Reference
+// and Tiled, Im2colGemm's plan, the unpooled buffer added where a pooling is not fused;
+// a Check writes nothing.
+TEST(AlgoSelect, CheckReportsWorkspaceAndWritesNothing) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  using View4 = Kokkos::View<float****, Kokkos::LayoutRight, Space::memory_space>;
+  using View1 = Kokkos::View<const float*, Space::memory_space>;
+  namespace I = kcnn::Impl;
+  View4 x("x", 3, 5, 13, 11), w("w", 7, 5, 3, 3), y("y", 3, 7, 13, 11);
+  View4 y_pooled("y_pooled", 3, 7, 6, 5);
+  Kokkos::deep_copy(x, 1.0f);
+  Kokkos::deep_copy(w, 1.0f);
+  const View1 no_bias;
+  kcnn::Conv2dParams params;
+  params.pad_h = params.pad_w = 1;
+  const auto pb = I::make_conv2d_problem("test", x, w, no_bias, y, params);
+  kcnn::Conv2dParams pooled_params = params;
+  kcnn::Pool2dParams pool;
+  pool.window_h = pool.window_w = pool.stride_h = pool.stride_w = 2;
+  pooled_params.pool = pool;
+  const auto pb_pooled = I::make_conv2d_problem("test", x, w, no_bias, y_pooled, pooled_params);
+  const auto xk = I::as_kernel_view<Space, false>(x), wk = I::as_kernel_view<Space, false>(w);
+  const auto bk = I::as_kernel_view<Space, false>(no_bias);
+  const auto yk = I::as_kernel_view<Space, true>(y), ypk = I::as_kernel_view<Space, true>(y_pooled);
+  auto check = [&](ConvAlgo a, const auto& out, const Conv2dProblem& p) {
+    return I::conv2d_launch(Space(), a, xk, wk, bk, out, p, I::LaunchMode::Check);
+  };
+  Kokkos::deep_copy(y, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(check(ConvAlgo::Reference, yk, pb), 0u);
+  EXPECT_EQ(check(ConvAlgo::Tiled, yk, pb), 0u);
+  EXPECT_EQ(
+      check(ConvAlgo::Im2colGemm, yk, pb),
+      I::plan_im2col_gemm(Space(), xk, wk, bk, yk, pb, pb.workspace_limit_bytes).workspace_bytes());
+  EXPECT_GT(check(ConvAlgo::Im2colGemm, yk, pb), 0u);
+  // Reference does not fuse a pooling: the unpooled output is its workspace.
+  EXPECT_EQ(check(ConvAlgo::Reference, ypk, pb_pooled),
+            static_cast<std::size_t>(pb.output_size()) * sizeof(float));
+  EXPECT_EQ(check(ConvAlgo::Tiled, ypk, pb_pooled), 0u);
+  const auto y_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y);
+  for (std::size_t i = 0; i < y_host.span(); ++i)
+    ASSERT_TRUE(std::isnan(y_host.data()[i])) << "a Check wrote y at " << i;
 }
 
 TEST(AlgoSelect, AutoOnlyPicksAlgorithmsThatCanImplementTheProblem) {
