@@ -94,13 +94,15 @@ TEST(AlgoSelect, ImplementedListMatchesDispatch) {
     SCOPED_TRACE(kcnn::to_string(algo));
     auto params = c.params();
     params.algo = algo;
+    // Registered: it runs, or refuses this problem for a reason of its own (e.g.
+    // TensorCoreGemm without tensor cores); unregistered: "not implemented".
     bool runs = true;
     try {
       kcnn::conv2d_forward(Space(), x, w, y, params);
       Space().fence();
     } catch (const kcnn::Error& e) {
-      EXPECT_NE(std::string(e.what()).find("not implemented"), std::string::npos) << e.what();
-      runs = false;
+      runs = std::string(e.what()).find("not implemented") == std::string::npos;
+      if (runs) EXPECT_FALSE((algo_serves<float, Space>(algo, params.math))) << e.what();
     }
     EXPECT_EQ(runs, kcnn::Impl::is_implemented(algo));
     EXPECT_EQ(runs, std::count(list.begin(), list.end(), algo) == 1);
@@ -214,6 +216,53 @@ TEST(AlgoSelect, HeuristicRulesWithEveryAlgorithm) {
   const auto pointwise = problem(64, 256, 56, 56, 64, 1, 1);
   EXPECT_EQ(select_for(pointwise, Target::Host, AlgoSet{ConvAlgo::Reference, ConvAlgo::Tiled}).algo,
             ConvAlgo::Tiled);
+}
+
+// Under TF32 / TF32x3 on GPUs: TensorCoreGemm for NHWC layers with 64+ filters and
+// reductions up to 1152 (2304 under TF32x3); elsewhere the strict rules (Im2colGemm's
+// cuBLAS then runs TF32). Double: DMMA for NHWC with channel pairs, 32+ filters, reductions
+// up to 576. On the host the math mode changes nothing. (TUNING.md, "GPU, math modes".)
+TEST(AlgoSelect, MathModeRules) {
+  using kcnn::MathMode;
+  auto with_math = [](Conv2dProblem pb, MathMode m) {
+    pb.math = m;
+    return pb;
+  };
+  const auto c64 = problem(64, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC);
+  const auto c128 = problem(64, 128, 28, 28, 128, 3, 3, 1, 1, Layout::NHWC);
+  const auto c256 = problem(64, 256, 14, 14, 256, 3, 3, 1, 1, Layout::NHWC);
+  const auto c64_nchw = problem(64, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NCHW);
+  const auto lenet_c3 = problem(10000, 4, 40, 40, 16, 7, 7, 1, 0, Layout::NHWC);
+  for (MathMode m : {MathMode::TF32, MathMode::TF32x3}) {
+    EXPECT_EQ(select_for(with_math(c64, m), Target::Device, kEverything).algo,
+              ConvAlgo::TensorCoreGemm);
+    EXPECT_EQ(select_for(with_math(c128, m), Target::Device, kEverything).algo,
+              ConvAlgo::TensorCoreGemm);
+    EXPECT_NE(select_for(with_math(c64_nchw, m), Target::Device, kEverything).algo,
+              ConvAlgo::TensorCoreGemm);
+    EXPECT_NE(select_for(with_math(lenet_c3, m), Target::Device, kEverything).algo,
+              ConvAlgo::TensorCoreGemm);
+    EXPECT_EQ(select_for(with_math(c64, m), Target::Host, kEverything).algo,
+              select_for(c64, Target::Host, kEverything).algo);
+  }
+  EXPECT_EQ(select_for(with_math(c256, MathMode::TF32), Target::Device, kEverything).algo,
+            ConvAlgo::Im2colGemm);
+  EXPECT_EQ(select_for(with_math(c256, MathMode::TF32x3), Target::Device, kEverything).algo,
+            ConvAlgo::TensorCoreGemm);
+  // Strict float never picks it; without it in the build the strict rules answer.
+  EXPECT_NE(select_for(c64, Target::Device, kEverything).algo, ConvAlgo::TensorCoreGemm);
+  const AlgoSet without =
+      AlgoSet{ConvAlgo::Reference, ConvAlgo::Tiled, ConvAlgo::Im2colGemm, ConvAlgo::ImplicitGemm};
+  EXPECT_EQ(select_for(with_math(c64, MathMode::TF32), Target::Device, without).algo,
+            select_for(c64, Target::Device, without).algo);
+  // Double.
+  const auto dbl = kcnn::Impl::ElementKind::Float64;
+  const auto generic = kcnn::Impl::HostIsa::Generic;
+  EXPECT_EQ(select_for(c64, Target::Device, kEverything, generic, dbl).algo,
+            ConvAlgo::TensorCoreGemm);
+  EXPECT_EQ(select_for(c128, Target::Device, kEverything, generic, dbl).algo, ConvAlgo::Im2colGemm);
+  EXPECT_NE(select_for(c64_nchw, Target::Device, kEverything, generic, dbl).algo,
+            ConvAlgo::TensorCoreGemm);
 }
 
 // Whatever the build implements, the heuristic only picks from it.
@@ -624,6 +673,7 @@ TEST_F(FindBestAlgo, AutoConsultsTheCacheFirst) {
   // Whatever implemented algorithm the cache names is what Auto runs (and says so in
   // its profiling region).
   for (ConvAlgo algo : kcnn::implemented_conv_algos()) {
+    if (!algo_serves<float, Space>(algo, params.math)) continue;  // Auto passes it over
     SCOPED_TRACE(kcnn::to_string(algo));
     kcnn::Impl::algo_cache().insert(p.key(), {algo, 1.0});
     poison(p.y);
@@ -717,7 +767,7 @@ TEST_F(AlgoCacheFile, SaveAndLoadRoundTrip) {
   const std::string path = temp_path("roundtrip");
   ASSERT_TRUE(kcnn::save_algo_cache(path));
   const std::string text = read_file(path);
-  EXPECT_EQ(text.rfind("kcnn-algo-cache 1\n", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("kcnn-algo-cache 2\n", 0), 0u) << text;
 
   kcnn::clear_algo_cache();
   EXPECT_NE(std::string(a.auto_choice().reason), "cache");
@@ -746,14 +796,37 @@ TEST_F(AlgoCacheFile, SaveAndLoadRoundTrip) {
 TEST_F(AlgoCacheFile, HandWrittenFileWithCommentsLoads) {
   const std::string path = temp_path("handwritten");
   write_file(path,
-             "kcnn-algo-cache 1\n"
+             "kcnn-algo-cache 2\n"
              "# a comment\n"
              "\n"
+             "OpenMP float Strict NCHW RRR ReLU 1 2 3 9 9 4 3 3 1 1 1 1 1 1 Reference 0.001\n"
+             "OpenMP float TF32 NCHW RRR ReLU 1 2 3 9 9 4 3 3 1 1 1 1 1 1 Tiled 0.001\n"
+             "Cuda double Strict NHWC RLR Identity 0 8 64 56 56 64 3 3 2 2 1 1 1 1 Tiled 2.5e-05\n"
+             "end 3\n");
+  EXPECT_TRUE(kcnn::load_algo_cache(path));
+  EXPECT_EQ(kcnn::algo_cache_size(), 3u);
+  // The math mode is part of the key: the TF32 entry is its own.
+  const auto entries = kcnn::Impl::algo_cache().snapshot();
+  int tf32 = 0;
+  for (const auto& [key, entry] : entries)
+    tf32 += key.math == kcnn::MathMode::TF32 && entry.algo == kcnn::ConvAlgo::Tiled;
+  EXPECT_EQ(tf32, 1);
+  std::remove(path.c_str());
+}
+
+// Files of format version 1 (before the math mode) load, every entry Strict.
+TEST_F(AlgoCacheFile, Version1FileLoadsAsStrict) {
+  const std::string path = temp_path("version1");
+  write_file(path,
+             "kcnn-algo-cache 1\n"
              "OpenMP float NCHW RRR ReLU 1 2 3 9 9 4 3 3 1 1 1 1 1 1 Reference 0.001\n"
              "Cuda double NHWC RLR Identity 0 8 64 56 56 64 3 3 2 2 1 1 1 1 Tiled 2.5e-05\n"
              "end 2\n");
   EXPECT_TRUE(kcnn::load_algo_cache(path));
-  EXPECT_EQ(kcnn::algo_cache_size(), 2u);
+  const auto entries = kcnn::Impl::algo_cache().snapshot();
+  ASSERT_EQ(entries.size(), 2u);
+  for (const auto& [key, entry] : entries)
+    EXPECT_EQ(key.math, kcnn::MathMode::Strict);
   std::remove(path.c_str());
 }
 
@@ -779,11 +852,11 @@ TEST_F(AlgoCacheFile, CorruptForeignAndTruncatedFilesAreIgnoredWithAWarning) {
   const auto before = kcnn::Impl::algo_cache().snapshot();
   ASSERT_EQ(before.size(), 1u);
 
-  const std::string header = "kcnn-algo-cache 1\n";
+  const std::string header = "kcnn-algo-cache 2\n";
   const std::string good =
-      "OpenMP float NCHW RRR ReLU 1 2 3 9 9 4 3 3 1 1 1 1 1 1 Reference 0.001\n";
+      "OpenMP float Strict NCHW RRR ReLU 1 2 3 9 9 4 3 3 1 1 1 1 1 1 Reference 0.001\n";
   const std::string good2 =
-      "Serial double NHWC RRR Tanh 0 1 7 5 5 3 3 3 1 1 0 0 1 1 Reference 0.5\n";
+      "Serial double Strict NHWC RRR Tanh 0 1 7 5 5 3 3 3 1 1 0 0 1 1 Reference 0.5\n";
   const std::string valid = header + good + good2 + "end 2\n";
   auto with = [&](const std::string& from, const std::string& to) {
     std::string s = good;
@@ -798,7 +871,12 @@ TEST_F(AlgoCacheFile, CorruptForeignAndTruncatedFilesAreIgnoredWithAWarning) {
       {"json", "{\"context\": {}, \"benchmarks\": []}\n"},
       {"binary", std::string(binary, sizeof(binary) - 1)},
       {"other_magic", "kcnn-algo-cachex 1\n" + good + "end 1\n"},
-      {"newer_version", "kcnn-algo-cache 2\n" + good + "end 1\n"},
+      {"newer_version", "kcnn-algo-cache 3\n" + good + "end 1\n"},
+      {"version1_with_math_field", "kcnn-algo-cache 1\n" + good + "end 1\n"},
+      {"unknown_math", with("Strict", "FastMath")},
+      {"tf32_double",
+       header +
+           "Serial double TF32 NHWC RRR Tanh 0 1 7 5 5 3 3 3 1 1 0 0 1 1 Reference 0.5\nend 1\n"},
       {"header_only", header},
       {"truncated_no_end", header + good + good2},
       {"truncated_mid_line", valid.substr(0, header.size() + good.size() + 20)},
@@ -806,7 +884,7 @@ TEST_F(AlgoCacheFile, CorruptForeignAndTruncatedFilesAreIgnoredWithAWarning) {
       {"bad_count", header + good + "end one\n"},
       {"content_after_end", valid + good},
       {"duplicate", header + good + good + "end 2\n"},
-      {"too_few_fields", header + "OpenMP float NCHW RRR ReLU 1 2 3 9 9\nend 1\n"},
+      {"too_few_fields", header + "OpenMP float Strict NCHW RRR ReLU 1 2 3 9 9\nend 1\n"},
       {"too_many_fields", with("0.001", "0.001 extra")},
       {"unknown_algo", with("Reference", "Fastest")},
       {"auto_algo", with("Reference", "Auto")},

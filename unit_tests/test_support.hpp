@@ -32,12 +32,14 @@ struct ConvCase {
   kcnn::Layout layout = kcnn::Layout::NCHW;
   kcnn::Activation activation = kcnn::Activation::Identity;
   bool bias = false;
+  kcnn::MathMode math = kcnn::MathMode::Strict;  ///< for float; double cases run Strict
 
   kcnn::Conv2dParams params() const {
     kcnn::Conv2dParams p;
     p.stride_h = stride_h, p.stride_w = stride_w, p.pad_h = pad_h, p.pad_w = pad_w;
     p.dilation_h = dilation_h, p.dilation_w = dilation_w;
     p.layout = layout, p.activation = activation;
+    p.math = math;
     return p;
   }
   int P() const { return (H + 2 * pad_h - dilation_h * (R - 1) - 1) / stride_h + 1; }
@@ -296,6 +298,23 @@ constexpr double tolerance() {
   return std::is_same_v<T, float> ? 1e-4 : 1e-11;
 }
 
+/// Whether `algo` computes a problem on Space with element T under `math` (else
+/// conv2d_forward must throw kcnn::Error and write nothing): TensorCoreGemm needs CUDA
+/// tensor cores and, for float tensors, a TF32 math mode.
+template <class T, class Space>
+bool algo_serves(kcnn::ConvAlgo algo, kcnn::MathMode math) {
+  if (algo != kcnn::ConvAlgo::TensorCoreGemm) return true;
+  if (!kcnn::Impl::has_tensor_cores_v<Space>) return false;
+  return std::is_same_v<T, double> || math != kcnn::MathMode::Strict;
+}
+
+/// Whether every value is NaN (a poisoned output nothing wrote).
+inline bool all_nan(const std::vector<double>& v) {
+  for (double e : v)
+    if (!std::isnan(e)) return false;
+  return true;
+}
+
 /// max|got - want| / max|want|; NaN anywhere (or a size mismatch) gives +inf.
 inline double relative_error(const std::vector<double>& got, const std::vector<double>& want) {
   if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
@@ -327,9 +346,42 @@ void check_forward_with(const Space& space, const ConvCase& c, kcnn::ConvAlgo al
 
   auto params = c.params();
   params.algo = algo;
+  if constexpr (std::is_same_v<T, double>) params.math = kcnn::MathMode::Strict;
+  SCOPED_TRACE(std::string("math ") + kcnn::to_string(params.math));
+  if (!algo_serves<T, Space>(algo, params.math)) {
+    EXPECT_THROW(run(x, w, bias, y, params), kcnn::Error);
+    space.fence();
+    EXPECT_TRUE(all_nan(to_host(y))) << "a refused call wrote y";
+    return;
+  }
   run(x, w, bias, y, params);
   space.fence();
-  const double err = relative_error(to_host(y), want);
+  const auto got = to_host(y);
+  if (std::is_same_v<T, float> && params.math == kcnn::MathMode::TF32) {
+    // Each product's factors are rounded to TF32 (relative error <= 2^-11 each), so an
+    // output's error is at most 2^-10 * sum_k |w_k x_k| plus the float sums' rounding
+    // (<= K * 2^-24 of the same sum); bias and activation do not enlarge it.
+    ConvCase magnitude = c;
+    magnitude.activation = kcnn::Activation::Identity;
+    magnitude.bias = false;
+    std::vector<double> xa(xv.size()), wa(wv.size());
+    for (std::size_t i = 0; i < xv.size(); ++i)
+      xa[i] = std::abs(xv[i]);
+    for (std::size_t i = 0; i < wv.size(); ++i)
+      wa[i] = std::abs(wv[i]);
+    const auto scale = host_conv2d(magnitude, xa, wa, {});
+    const double K = double(c.C) * c.R * c.S;
+    double max_scale = 0, max_diff = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      max_scale = std::max(max_scale, scale[i]);
+      max_diff = std::isfinite(got[i]) ? std::max(max_diff, std::abs(got[i] - want[i]))
+                                       : std::numeric_limits<double>::infinity();
+    }
+    const double bound = (std::ldexp(1.0, -10) + K * std::ldexp(1.0, -24)) * max_scale;
+    EXPECT_LE(max_diff, bound) << "TF32: max error " << max_diff << ", magnitude " << max_scale;
+    return;
+  }
+  const double err = relative_error(got, want);
   EXPECT_LE(err, tolerance<T>()) << "relative error " << err;
 }
 
@@ -386,6 +438,19 @@ void check_fused_with(const Space& space, const FusedCase& f, kcnn::ConvAlgo alg
   auto params = c.params();
   params.algo = algo;
   params.pool = pc.params();
+  // An algorithm that serves float only under a TF32 mode (TensorCoreGemm) runs TF32x3,
+  // whose error is within the Strict tolerance; one that serves nothing here must
+  // refuse before writing.
+  if (!algo_serves<T, Space>(algo, params.math) &&
+      algo_serves<T, Space>(algo, kcnn::MathMode::TF32x3))
+    params.math = kcnn::MathMode::TF32x3;
+  SCOPED_TRACE(std::string("math ") + kcnn::to_string(params.math));
+  if (!algo_serves<T, Space>(algo, params.math)) {
+    EXPECT_THROW(run(x, w, bias, y, params), kcnn::Error);
+    space.fence();
+    EXPECT_TRUE(all_nan(to_host(y))) << "a refused call wrote y";
+    return;
+  }
   run(x, w, bias, y, params);
   space.fence();
   const double err = relative_error(to_host(y), want);

@@ -83,6 +83,17 @@ constexpr void static_check_conv2d_views() {
 /// except padded input extents of 2^29 or more (its window coordinates are 32-bit) and
 /// C*R*S or M of 2^31 or more; those throw kcnn::Error.
 ///
+/// ConvAlgo::TensorCoreGemm runs the same GEMM view on NVIDIA tensor cores (mma.sync;
+/// CUDA builds for sm_80 or newer): float tensors with params.math = MathMode::TF32 or
+/// ::TF32x3, double tensors with IEEE fp64 products (DMMA). It fuses no pooling (a
+/// second pass pools) and throws kcnn::Error on host backends and for Strict float.
+///
+/// params.math (MathMode) is the precision the call may give up: TF32 and TF32x3 need
+/// float tensors (double tensors with them throw kcnn::Error); the algorithms without
+/// tensor-core kernels (Reference, Tiled, ImplicitGemm, and every host backend) compute
+/// them strictly, more accurately than asked; Im2colGemm binds cuBLAS' TF32 math mode
+/// for TF32 (and computes TF32x3 strictly).
+///
 /// Views hold float or double (the same for all; inputs may be const), are contiguous
 /// (LayoutRight or LayoutLeft) and accessible from `ExecSpace`; y must not overlap x, w
 /// or bias. An empty batch (N = 0) or no filters (M = 0) is a valid no-op.

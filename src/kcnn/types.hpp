@@ -20,9 +20,26 @@ enum class Layout { NCHW, NHWC };
 enum class Activation { Identity, ReLU, Sigmoid, Tanh };
 
 /// Convolution algorithm. `Auto` runs find_best_algo's cached winner for the problem, or
-/// else a heuristic's choice from its shape, layout and backend
-/// (impl/conv2d/select/auto_rules.hpp).
-enum class ConvAlgo { Auto, Reference, Tiled, Im2colGemm, ImplicitGemm };
+/// else a heuristic's choice from its shape, layout, backend and math mode
+/// (impl/conv2d/select/auto_rules.hpp). `TensorCoreGemm` is the implicit GEMM on NVIDIA
+/// tensor cores (CUDA builds for sm_80 or newer): float tensors under MathMode::TF32 or
+/// ::TF32x3, double tensors with IEEE fp64 products; elsewhere it throws kcnn::Error.
+enum class ConvAlgo { Auto, Reference, Tiled, Im2colGemm, ImplicitGemm, TensorCoreGemm };
+
+/// How much floating-point precision a convolution may give up for speed (model: oneDNN's
+/// fpmath_mode, cuDNN's math type, PyTorch's allow_tf32).
+///  - Strict: ordinary IEEE products and sums in the tensors' type (float or double).
+///  - TF32 (float tensors only): products on the GPU's tensor cores with both factors
+///    rounded to TF32 (10 explicit mantissa bits, round to nearest), float sums. The
+///    relative error of an output grows like sqrt(C*R*S) * 2^-11 of its magnitude scale.
+///  - TF32x3 (float tensors only): each float factor split into a TF32 "big" and a TF32
+///    "small" part, three tensor-core products (big*big + big*small + small*big), float
+///    sums: float-level accuracy at tensor-core speed.
+/// Double tensors take Strict only: on GPUs with fp64 tensor cores (sm_80 on) the
+/// tensor-core algorithm computes them with IEEE fp64 products. Where no tensor core
+/// serves a call (host backends, GPUs before sm_80, algorithms without a tensor-core
+/// kernel) a non-strict mode computes strictly: more accurate than asked, never less.
+enum class MathMode { Strict, TF32, TF32x3 };
 
 /// Reduction of a pooling (subsampling) window.
 enum class PoolMode { Max, Average };
@@ -50,6 +67,8 @@ struct Conv2dParams {
   Layout layout = Layout::NCHW;
   Activation activation = Activation::Identity;
   ConvAlgo algo = ConvAlgo::Auto;
+  /// Precision the convolution may give up (MathMode); non-strict modes need float tensors.
+  MathMode math = MathMode::Strict;
   /// When set, conv2d_forward writes pool(activation(conv(x, w) + bias)) followed by the
   /// pool's own activation: y has the pooled extents. pool->layout must equal layout.
   std::optional<Pool2dParams> pool;
@@ -89,6 +108,18 @@ inline const char* to_string(Activation activation) {
   return "unknown-activation";
 }
 
+inline const char* to_string(MathMode math) {
+  switch (math) {
+    case MathMode::Strict:
+      return "Strict";
+    case MathMode::TF32:
+      return "TF32";
+    case MathMode::TF32x3:
+      return "TF32x3";
+  }
+  return "unknown-math-mode";
+}
+
 inline const char* to_string(PoolMode mode) {
   switch (mode) {
     case PoolMode::Max:
@@ -111,6 +142,8 @@ inline const char* to_string(ConvAlgo algo) {
       return "Im2colGemm";
     case ConvAlgo::ImplicitGemm:
       return "ImplicitGemm";
+    case ConvAlgo::TensorCoreGemm:
+      return "TensorCoreGemm";
   }
   return "unknown-algo";
 }

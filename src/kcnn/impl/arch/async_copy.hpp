@@ -46,4 +46,38 @@ KOKKOS_FORCEINLINE_FUNCTION void scratch_copies_wait() {
 #endif
 }
 
+/// Copies 16 bytes, src to dst (both 16-byte aligned), or zeros when !valid, possibly
+/// still in flight on return (sm_80 on: cp.async.cg, which bypasses L1: each 16 bytes
+/// staged once per team). Elsewhere a plain copy.
+KOKKOS_FORCEINLINE_FUNCTION void scratch_copy_async_16(void* dst, const void* src, bool valid) {
+#if defined(KCNN_ASYNC_SCRATCH_COPY)
+  const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared), "l"(src),
+               "r"(src_bytes));
+#else
+  struct alignas(16) Bytes16 {
+    unsigned char b[16];
+  };
+  *static_cast<Bytes16*>(dst) = valid ? *static_cast<const Bytes16*>(src) : Bytes16{};
+#endif
+}
+
+/// Closes the group of this thread's copies issued since the last commit (pipelines
+/// of several stages wait for all but the newest groups: scratch_copies_wait_groups).
+KOKKOS_FORCEINLINE_FUNCTION void scratch_copies_commit() {
+#if defined(KCNN_ASYNC_SCRATCH_COPY)
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+/// Waits until at most `Pending` of this thread's committed groups are still in flight
+/// (a team barrier must follow before other threads read the landed copies).
+template <int Pending>
+KOKKOS_FORCEINLINE_FUNCTION void scratch_copies_wait_groups() {
+#if defined(KCNN_ASYNC_SCRATCH_COPY)
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
+#endif
+}
+
 }  // namespace kcnn::Impl

@@ -185,13 +185,13 @@ void conv2d_backward_data_gemm(const ExecSpace& space, const DYView& dy, const W
       // cols_b (K, P*Q) = W^T * dy_b (M, P*Q), image by image
       for (std::int64_t b = 0; b < n; ++b)
         gemm(space, "T", "N", one, W, ConstMatrix(dy_chunk + b * M * PQ, M, PQ), zero,
-             Matrix(cols + b * K * PQ, K, PQ));
+             Matrix(cols + b * K * PQ, K, PQ), gemm_math(pb.math));
       col2im_launch(space, map, cols, UnrolledStorage::nchw_image_blocks(K, PQ, n0), dx.data(),
                     logical_strides<L>(dx), n0, n);
     } else {
       // cols (pixels, K) = dy (pixels, M) * W (M, K)
-      gemm(space, "N", "N", one, ConstMatrix(dy_chunk, n * PQ, M), W, zero,
-           Matrix(cols, n * PQ, K));
+      gemm(space, "N", "N", one, ConstMatrix(dy_chunk, n * PQ, M), W, zero, Matrix(cols, n * PQ, K),
+           gemm_math(pb.math));
       col2im_launch(space, map, cols, UnrolledStorage::nhwc_rows(K, PQ, n0 * PQ), dx.data(),
                     logical_strides<L>(dx), n0, n);
     }
@@ -278,13 +278,13 @@ void conv2d_backward_weights_gemm(const ExecSpace& space, const XView& x, const 
       // (beta = 0: BLAS does not read dW then, so its old contents never matter)
       for (std::int64_t b = 0; b < n; ++b)
         gemm(space, "N", "T", one, ConstMatrix(dy_chunk + b * M * PQ, M, PQ),
-             ConstMatrix(cols + b * K * PQ, K, PQ), T(n0 + b == 0 ? 0 : 1), dW);
+             ConstMatrix(cols + b * K * PQ, K, PQ), T(n0 + b == 0 ? 0 : 1), dW, gemm_math(pb.math));
     } else {
       im2col_launch(space, map, x.data(), logical_strides<L>(x), cols,
                     UnrolledStorage::nhwc_rows(K, PQ, n0 * PQ), n0 * PQ, n * PQ);
       // dW (M, K) += dy^T (M, pixels) * cols (pixels, K)
       gemm(space, "T", "N", one, ConstMatrix(dy_chunk, n * PQ, M), ConstMatrix(cols, n * PQ, K),
-           T(n0 == 0 ? 0 : 1), dW);
+           T(n0 == 0 ? 0 : 1), dW, gemm_math(pb.math));
     }
   }
   if (pack_dw)

@@ -8,6 +8,7 @@
 ///        host parallel region use impl/blas/host_blas.hpp instead.
 #pragma once
 
+#include "../../types.hpp"
 #include "kokkos_kernels_compat.hpp"
 
 namespace kcnn::Impl {
@@ -27,13 +28,22 @@ inline constexpr bool gemm_uses_tpl_v =
                                                 GemmMatrix<ExecSpace, const T>,
                                                 GemmMatrix<ExecSpace, T>>;
 
+using kokkos_kernels_compat::GemmMath;
+
+/// The GEMM arithmetic a convolution's math mode asks for: TF32 on cuBLAS' tensor cores
+/// for MathMode::TF32; strict otherwise (cuBLAS has no 3xTF32 mode: MathMode::TF32x3
+/// computes strictly there, more accurate than asked).
+inline GemmMath gemm_math(MathMode math) {
+  return math == MathMode::TF32 ? GemmMath::TF32 : GemmMath::Strict;
+}
+
 /// C = alpha op(A) op(B) + beta C on `space`'s stream (device backends: asynchronous,
 /// no fence; host backends: done on return). trans_a/trans_b: "N" or "T".
 template <class ExecSpace, class T>
 void gemm(const ExecSpace& space, const char* trans_a, const char* trans_b, T alpha,
           const GemmMatrix<ExecSpace, const T>& A, const GemmMatrix<ExecSpace, const T>& B, T beta,
-          const GemmMatrix<ExecSpace, T>& C) {
-  kokkos_kernels_compat::gemm(space, trans_a, trans_b, alpha, A, B, beta, C);
+          const GemmMatrix<ExecSpace, T>& C, GemmMath math = GemmMath::Strict) {
+  kokkos_kernels_compat::gemm(space, trans_a, trans_b, alpha, A, B, beta, C, math);
 }
 
 }  // namespace kcnn::Impl

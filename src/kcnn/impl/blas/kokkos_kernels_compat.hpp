@@ -29,11 +29,12 @@
 #define KCNN_KOKKOSKERNELS_GEMM_TAKES_SPACE 0
 #endif
 
-#if !KCNN_KOKKOSKERNELS_GEMM_TAKES_SPACE && defined(KOKKOS_ENABLE_CUDA) && \
-    defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS)
-// Needed by Kokkos Kernels < 3.6 only: its cuBLAS handle, to rebind the stream.
+#if defined(KOKKOS_ENABLE_CUDA) && defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS)
+// Kokkos Kernels' process-wide cuBLAS handle: its math mode is set for each call
+// (GemmMath), and before 3.6 its stream too.
 #include <KokkosBlas_tpl_spec.hpp>
 #include <mutex>
+#define KCNN_KOKKOSKERNELS_CUBLAS_HANDLE 1
 #endif
 
 namespace kcnn::Impl::kokkos_kernels_compat {
@@ -50,35 +51,58 @@ inline constexpr bool gemm_tpl_available_v =
     KokkosBlas::Impl::gemm_tpl_spec_avail<AView, BView, CView>::value;
 #endif
 
+/// The arithmetic a GEMM may use on tensor cores (cuBLAS' math mode): Strict computes
+/// IEEE float/double products (cuBLAS' default math; fp64 tensor cores are IEEE and
+/// cuBLAS uses them for double in this mode), TF32 rounds float factors to TF32 on
+/// tensor cores (CUBLAS_TF32_TENSOR_OP_MATH). Host BLAS libraries have no such mode:
+/// they compute strictly.
+enum class GemmMath { Strict, TF32 };
+
 /// C = alpha op(A) op(B) + beta C, ordered on `space` (on device backends: enqueued on
-/// space's stream, no fence).
+/// space's stream, no fence), with `math` bound to the cuBLAS handle for this call.
 template <class ExecSpace, class AView, class BView, class CView, class Scalar>
 void gemm(const ExecSpace& space, const char* trans_a, const char* trans_b, Scalar alpha,
-          const AView& A, const BView& B, Scalar beta, const CView& C) {
-#if KCNN_KOKKOSKERNELS_GEMM_TAKES_SPACE
-  KokkosBlas::gemm(space, trans_a, trans_b, alpha, A, B, beta, C);
-#else
-#if defined(KOKKOS_ENABLE_CUDA) && defined(KOKKOSKERNELS_ENABLE_TPL_CUBLAS)
+          const AView& A, const BView& B, Scalar beta, const CView& C,
+          GemmMath math = GemmMath::Strict) {
+#if defined(KCNN_KOKKOSKERNELS_CUBLAS_HANDLE)
   if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
-    // Kokkos Kernels < 3.6: bind its process-wide cuBLAS handle to space's stream for
-    // this call (else cuBLAS would run on whatever stream the handle holds, unordered
-    // with kcnn's kernels on `space`), and restore the previous stream afterwards. The
-    // mutex serializes kcnn's uses of the handle.
+    // The handle is Kokkos Kernels' and process-wide: bind the math mode (and, before
+    // Kokkos Kernels 3.6, space's stream, else cuBLAS would run on whatever stream the
+    // handle holds, unordered with kcnn's kernels on `space`) for this call and restore
+    // what it held afterwards. The mutex serializes kcnn's uses of the handle. cuBLAS
+    // reads the math mode when the call is enqueued, so restoring on return is safe.
     static std::mutex handle_mutex;
     const std::lock_guard<std::mutex> lock(handle_mutex);
     cublasHandle_t handle = KokkosBlas::Impl::CudaBlasSingleton::singleton().handle;
+    cublasMath_t previous_math = CUBLAS_DEFAULT_MATH;
+    cublasGetMathMode(handle, &previous_math);
+    cublasSetMathMode(handle,
+                      math == GemmMath::TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+    struct RestoreMath {
+      cublasHandle_t handle;
+      cublasMath_t math;
+      ~RestoreMath() { cublasSetMathMode(handle, math); }
+    } restore_math{handle, previous_math};
+#if KCNN_KOKKOSKERNELS_GEMM_TAKES_SPACE
+    KokkosBlas::gemm(space, trans_a, trans_b, alpha, A, B, beta, C);
+#else
     cudaStream_t previous = nullptr;
     cublasGetStream(handle, &previous);
     cublasSetStream(handle, space.cuda_stream());
-    struct Restore {
+    struct RestoreStream {
       cublasHandle_t handle;
       cudaStream_t stream;
-      ~Restore() { cublasSetStream(handle, stream); }
-    } restore{handle, previous};
+      ~RestoreStream() { cublasSetStream(handle, stream); }
+    } restore_stream{handle, previous};
     KokkosBlas::gemm(trans_a, trans_b, alpha, A, B, beta, C);
+#endif
     return;
   }
 #endif
+  (void)math;  // host BLAS: strict
+#if KCNN_KOKKOSKERNELS_GEMM_TAKES_SPACE
+  KokkosBlas::gemm(space, trans_a, trans_b, alpha, A, B, beta, C);
+#else
   // Host backends: the host BLAS runs synchronously on the calling thread, so the call
   // is ordered after whatever `space` ran before (host kernels complete on return).
   (void)space;

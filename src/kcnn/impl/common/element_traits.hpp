@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "../../types.hpp"
+
 namespace kcnn::Impl {
 
 /// The element types by kind, for rules that depend on the precision (the Auto rules).
@@ -48,6 +50,13 @@ struct ElementTraits<double> {
 /// The element types kcnn supports, by name (the algorithm cache's parser).
 inline constexpr const char* supported_element_names[] = {ElementTraits<float>::name,
                                                           ElementTraits<double>::name};
+
+/// Whether math mode `math` is defined for elements of kind `kind`: Strict for every
+/// kind; TF32 and TF32x3 round float factors to TF32, so float tensors only.
+constexpr bool math_mode_accepts(ElementKind kind, MathMode math) {
+  return math == MathMode::Strict ||
+         (kind == ElementKind::Float32 && (math == MathMode::TF32 || math == MathMode::TF32x3));
+}
 
 template <class T>
 inline constexpr bool is_supported_scalar_v = ElementTraits<T>::supported;

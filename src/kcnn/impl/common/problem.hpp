@@ -9,6 +9,7 @@
 #include <string>
 
 #include "../../types.hpp"
+#include "element_traits.hpp"
 #include "view_checks.hpp"
 #include "workspace_cache.hpp"
 
@@ -59,6 +60,8 @@ struct Conv2dProblem {
   Layout layout = Layout::NCHW;
   Activation activation = Activation::Identity;
   bool has_bias = false;
+  /// Conv2dParams::math, validated for the element type (math_mode_accepts).
+  MathMode math = MathMode::Strict;
   /// Fused pooling (Conv2dParams::pool). When set, y is the pooled tensor, NCHW
   /// (N, M, P_pooled, Q_pooled) or NHWC (N, P_pooled, Q_pooled, M), holding
   /// pool.activation(pool(activation(conv + bias))); P and Q stay the convolution's
@@ -279,7 +282,15 @@ Conv2dProblem make_conv2d_geometry(const char* op, const XView& x, const WView& 
              "; they must be equal");
   }
 
+  using T = view_scalar_t<YView>;
+  throw_if(p.math != MathMode::Strict && p.math != MathMode::TF32 && p.math != MathMode::TF32x3, op,
+           "params.math has the invalid value ", static_cast<int>(p.math));
+  throw_if(!math_mode_accepts(ElementTraits<T>::kind, p.math), op, "params.math is ",
+           to_string(p.math), ", which rounds float factors; ", ElementTraits<T>::name,
+           " tensors take MathMode::Strict");
+
   Conv2dProblem pb;
+  pb.math = p.math;
   const char* lname = to_string(p.layout);
   activation_extents(x, p.layout, pb.N, pb.C, pb.H, pb.W);
   std::int64_t wc = 0;

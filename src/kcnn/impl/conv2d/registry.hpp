@@ -10,13 +10,15 @@
 #include "im2col_gemm/im2col_gemm_algorithm.hpp"
 #include "implicit_gemm/implicit_gemm_algorithm.hpp"
 #include "reference/reference.hpp"
+#include "tensor_core/tensor_core_algorithm.hpp"
 #include "tiled/tiled_algorithm.hpp"
 
 namespace kcnn::Impl {
 
-using Conv2dRegistry = AlgorithmList<ReferenceAlgorithm,   //
-                                     TiledAlgorithm,       //
-                                     Im2colGemmAlgorithm,  //
-                                     ImplicitGemmAlgorithm>;
+using Conv2dRegistry = AlgorithmList<ReferenceAlgorithm,     //
+                                     TiledAlgorithm,         //
+                                     Im2colGemmAlgorithm,    //
+                                     ImplicitGemmAlgorithm,  //
+                                     TensorCoreGemmAlgorithm>;
 
 }  // namespace kcnn::Impl

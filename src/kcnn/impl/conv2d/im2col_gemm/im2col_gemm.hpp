@@ -407,6 +407,7 @@ struct Im2colGemmChunks {
   EpilogueArgs<T> ep;  ///< y, its strides, bias, extents; j0/count/g/gs set per chunk
   Im2colGemmPlan plan;
   Activation activation;
+  GemmMath math = GemmMath::Strict;  ///< the cuBLAS math mode bound for each GEMM
   KernelVariant kernels;
   std::int64_t K, M, PQ;
 
@@ -426,7 +427,7 @@ struct Im2colGemmChunks {
     }
     const char ta[2] = {trans_a, 0}, tb[2] = {trans_b, 0};
     gemm(space, ta, tb, T(1), ConstMatrix(a, trans_a == 'N' ? m : k, a_cols),
-         ConstMatrix(b, trans_b == 'N' ? k : n, b_cols), T(0), Matrix(c, m, n));
+         ConstMatrix(b, trans_b == 'N' ? k : n, b_cols), T(0), Matrix(c, m, n), math);
   }
 
   void run(const ExecSpace& space, bool serial, std::int64_t j0, std::int64_t count, T* cols,
@@ -545,6 +546,7 @@ void conv2d_im2col_gemm_layout(const ExecSpace& space, const XView& x, const WVi
   chunks.ep.y_pq_linear = chunks.ep.ys.h == pb.Q * chunks.ep.ys.w;
   chunks.plan = plan;
   chunks.activation = pb.activation;
+  chunks.math = gemm_math(pb.math);
   chunks.kernels = tuning.kernels;
   chunks.K = K, chunks.M = M, chunks.PQ = PQ;
 

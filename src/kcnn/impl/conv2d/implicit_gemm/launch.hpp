@@ -30,51 +30,6 @@ namespace kcnn::Impl {
 // Launch
 // ---------------------------------------------------------------------------------
 
-/// The operands of a validated problem on kernel Views; throws kcnn::Error for
-/// geometries the gathers' 32-bit window coordinates cannot express.
-template <Layout L, class XView, class WView, class BView, class YView>
-auto implicit_gemm_operands(const XView& x, const WView& w, const BView& bias, const YView& y,
-                            const Conv2dProblem& pb) {
-  using T = view_scalar_t<YView>;
-  constexpr const char* op = "kcnn::conv2d_forward";
-  const std::int64_t K = pb.C * pb.R * pb.S;
-  throw_if(K > std::numeric_limits<int>::max(), op, "ConvAlgo::ImplicitGemm: C*R*S = ", K,
-           " exceeds 2^31 - 1");
-  throw_if(pb.M > std::numeric_limits<int>::max(), op, "ConvAlgo::ImplicitGemm: M = ", pb.M,
-           " exceeds 2^31 - 1");
-  throw_if(pb.H + 2 * pb.pad_h >= kGatherExtentLimit || pb.W + 2 * pb.pad_w >= kGatherExtentLimit,
-           op, "ConvAlgo::ImplicitGemm: padded input extents ", pb.H + 2 * pb.pad_h, "x",
-           pb.W + 2 * pb.pad_w, " reach its limit of ", kGatherExtentLimit,
-           "; use another algorithm");
-  ImplicitGemmOperands<L, T> o{};
-  o.map = UnrollMap<L>::from(pb);
-  o.x = x.data();
-  o.xs = logical_strides<L>(x);
-  o.w = w.data();
-  o.ws = logical_strides<L>(w);
-  o.bias = pb.has_bias ? bias.data() : nullptr;
-  o.y = y.data();
-  o.ys = logical_strides<L>(y);
-  o.M = static_cast<int>(pb.M);
-  o.K = static_cast<int>(K);
-  o.J = pb.N * pb.P * pb.Q;
-  o.activation = pb.activation;
-  o.unpadded = pb.pad_h == 0 && pb.pad_w == 0;
-  o.x_fits_int = static_cast<std::int64_t>(x.span()) <= std::numeric_limits<int>::max();
-  if (pb.has_pool) {
-    ImplicitGemmPoolColumns& pc = o.pooling;
-    pc.enabled = true;
-    pc.pool = pb.pool;
-    pc.cells = pb.pool.window_h * pb.pool.window_w;
-    pc.P_pooled = pb.P_pooled;
-    pc.Q_pooled = pb.Q_pooled;
-    pc.windows = pb.N * pb.P_pooled * pb.Q_pooled;
-    o.J = pc.windows * pc.cells;
-  }
-  o.j_fits_int = o.J <= std::numeric_limits<int>::max();
-  return o;
-}
-
 /// Largest pooling window (cells) ImplicitGemm fuses: the narrowest GPU tile's BN, so
 /// every tile holds at least one whole window.
 inline constexpr int kImplicitGemmMaxFusedWindowCells = 64;

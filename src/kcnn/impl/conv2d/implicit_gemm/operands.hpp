@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /// \file impl/conv2d/implicit_gemm/operands.hpp
-/// \brief ConvAlgo::ImplicitGemm: the GEMM view's operands (ImplicitGemmOperands) and
-///        a fused pooling's window-major columns (ImplicitGemmPoolColumns), shared by
-///        the GPU and host kernels, the tile choice and the launch.
+/// \brief ConvAlgo::ImplicitGemm: the GEMM view's operands (ImplicitGemmOperands,
+///        filled from the Views by implicit_gemm_operands) and a fused pooling's
+///        window-major columns (ImplicitGemmPoolColumns), shared by the GPU and host
+///        kernels, the tile choice, the launch and ConvAlgo::TensorCoreGemm.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -18,6 +19,7 @@
 #include "../../common/problem.hpp"
 #include "../../common/tensor_access.hpp"
 #include "../../common/unroll_map.hpp"
+#include "../../common/view_checks.hpp"
 #include "../../epilogue/pool_window.hpp"
 
 namespace kcnn::Impl {
@@ -165,5 +167,49 @@ struct ImplicitGemmOperands {
     return px.n * ys.n + px.p * ys.h + px.q * ys.w;
   }
 };
+
+/// The operands of a validated problem on kernel Views; throws kcnn::Error for
+/// geometries the gathers' 32-bit window coordinates cannot express.
+/// `algo`: the algorithm named in the messages (ImplicitGemm's operands also feed
+/// TensorCoreGemm).
+template <Layout L, class XView, class WView, class BView, class YView>
+auto implicit_gemm_operands(const XView& x, const WView& w, const BView& bias, const YView& y,
+                            const Conv2dProblem& pb, const char* algo = "ConvAlgo::ImplicitGemm") {
+  using T = view_scalar_t<YView>;
+  constexpr const char* op = "kcnn::conv2d_forward";
+  const std::int64_t K = pb.C * pb.R * pb.S;
+  throw_if(K > std::numeric_limits<int>::max(), op, algo, ": C*R*S = ", K, " exceeds 2^31 - 1");
+  throw_if(pb.M > std::numeric_limits<int>::max(), op, algo, ": M = ", pb.M, " exceeds 2^31 - 1");
+  throw_if(pb.H + 2 * pb.pad_h >= kGatherExtentLimit || pb.W + 2 * pb.pad_w >= kGatherExtentLimit,
+           op, algo, ": padded input extents ", pb.H + 2 * pb.pad_h, "x", pb.W + 2 * pb.pad_w,
+           " reach its limit of ", kGatherExtentLimit, "; use another algorithm");
+  ImplicitGemmOperands<L, T> o{};
+  o.map = UnrollMap<L>::from(pb);
+  o.x = x.data();
+  o.xs = logical_strides<L>(x);
+  o.w = w.data();
+  o.ws = logical_strides<L>(w);
+  o.bias = pb.has_bias ? bias.data() : nullptr;
+  o.y = y.data();
+  o.ys = logical_strides<L>(y);
+  o.M = static_cast<int>(pb.M);
+  o.K = static_cast<int>(K);
+  o.J = pb.N * pb.P * pb.Q;
+  o.activation = pb.activation;
+  o.unpadded = pb.pad_h == 0 && pb.pad_w == 0;
+  o.x_fits_int = static_cast<std::int64_t>(x.span()) <= std::numeric_limits<int>::max();
+  if (pb.has_pool) {
+    ImplicitGemmPoolColumns& pc = o.pooling;
+    pc.enabled = true;
+    pc.pool = pb.pool;
+    pc.cells = pb.pool.window_h * pb.pool.window_w;
+    pc.P_pooled = pb.P_pooled;
+    pc.Q_pooled = pb.Q_pooled;
+    pc.windows = pb.N * pb.P_pooled * pb.Q_pooled;
+    o.J = pc.windows * pc.cells;
+  }
+  o.j_fits_int = o.J <= std::numeric_limits<int>::max();
+  return o;
+}
 
 }  // namespace kcnn::Impl

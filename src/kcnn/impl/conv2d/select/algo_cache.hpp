@@ -3,12 +3,14 @@
 /// \brief The process-wide cache of find_best_algo's winners: its key, the cache itself
 ///        (mutex-protected) and its text file format.
 ///
-/// File format, version 1 (text, one entry per line, fields separated by blanks):
+/// File format, version 2 (text, one entry per line, fields separated by blanks):
 ///
-///     kcnn-algo-cache 1
-///     # backend scalar layout views activation bias N C H W M R S stride_h stride_w ...
-///     OpenMP float NCHW RRR ReLU 1 8 64 56 56 64 3 3 1 1 1 1 1 1 Reference 0.0123
+///     kcnn-algo-cache 2
+///     # backend scalar math layout views activation bias N C H W M R S stride_h ...
+///     OpenMP float Strict NCHW RRR ReLU 1 8 64 56 56 64 3 3 1 1 1 1 1 1 Reference 0.0123
 ///     end 1
+///
+/// Version 1 files (no math field: every entry Strict) still load.
 ///
 /// The first line names the format and its version; lines starting with '#' are
 /// comments; the last line `end <count>` holds the number of entries, so that a
@@ -56,11 +58,12 @@ inline bool parse_conv_algo(const std::string& token, ConvAlgo& algo) {
 }
 
 /// Everything a tuned choice depends on: the problem's geometry, tensor layout, epilogue,
-/// the Views' array layouts (a kernel may support LayoutRight only), the backend and
-/// the scalar type.
+/// the Views' array layouts (a kernel may support LayoutRight only), the backend, the
+/// scalar type and the math mode.
 struct AlgoCacheKey {
   std::string backend;  ///< ExecSpace::name(): "Cuda", "OpenMP", "Serial", ...
   std::string scalar;   ///< ElementTraits<T>::name: "float", "double"
+  MathMode math = MathMode::Strict;
   Layout layout = Layout::NCHW;
   std::string views = "RRR";  ///< x, w, y: 'R' LayoutRight, 'L' LayoutLeft, 'S' other
   Activation activation = Activation::Identity;
@@ -69,7 +72,7 @@ struct AlgoCacheKey {
   int stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
 
   auto tie() const {
-    return std::tie(backend, scalar, layout, views, activation, has_bias, N, C, H, W, M, R, S,
+    return std::tie(backend, scalar, math, layout, views, activation, has_bias, N, C, H, W, M, R, S,
                     stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w);
   }
   bool operator<(const AlgoCacheKey& o) const { return tie() < o.tie(); }
@@ -98,6 +101,7 @@ AlgoCacheKey make_algo_cache_key(const Conv2dProblem& pb) {
   AlgoCacheKey k;
   k.backend = ExecSpace::name();
   k.scalar = ElementTraits<view_scalar_t<YView>>::name;
+  k.math = pb.math;
   k.layout = pb.layout;
   k.views = {view_layout_code<XView>(), view_layout_code<WView>(), view_layout_code<YView>()};
   k.activation = pb.activation;
@@ -165,20 +169,22 @@ inline AlgoCache& algo_cache() {
 // ---------------------------------------------------------------------------
 
 inline constexpr const char* kAlgoCacheMagic = "kcnn-algo-cache";
-inline constexpr int kAlgoCacheVersion = 1;
-inline constexpr std::size_t kAlgoCacheFields = 21;
+inline constexpr int kAlgoCacheVersion = 2;
+/// Fields of an entry line in a file of format version 2 (version 1: one fewer, no math).
+inline constexpr std::size_t kAlgoCacheFields = 22;
 
 inline void write_algo_cache(std::ostream& out, const AlgoCacheMap& entries) {
   out << kAlgoCacheMagic << ' ' << kAlgoCacheVersion << '\n'
-      << "# backend scalar layout views activation bias N C H W M R S stride_h stride_w pad_h "
+      << "# backend scalar math layout views activation bias N C H W M R S stride_h stride_w pad_h "
          "pad_w dilation_h dilation_w algo seconds\n";
   out.precision(std::numeric_limits<double>::max_digits10);
   for (const auto& [k, e] : entries) {
-    out << k.backend << ' ' << k.scalar << ' ' << to_string(k.layout) << ' ' << k.views << ' '
-        << to_string(k.activation) << ' ' << (k.has_bias ? 1 : 0) << ' ' << k.N << ' ' << k.C << ' '
-        << k.H << ' ' << k.W << ' ' << k.M << ' ' << k.R << ' ' << k.S << ' ' << k.stride_h << ' '
-        << k.stride_w << ' ' << k.pad_h << ' ' << k.pad_w << ' ' << k.dilation_h << ' '
-        << k.dilation_w << ' ' << to_string(e.algo) << ' ' << e.seconds << '\n';
+    out << k.backend << ' ' << k.scalar << ' ' << to_string(k.math) << ' ' << to_string(k.layout)
+        << ' ' << k.views << ' ' << to_string(k.activation) << ' ' << (k.has_bias ? 1 : 0) << ' '
+        << k.N << ' ' << k.C << ' ' << k.H << ' ' << k.W << ' ' << k.M << ' ' << k.R << ' ' << k.S
+        << ' ' << k.stride_h << ' ' << k.stride_w << ' ' << k.pad_h << ' ' << k.pad_w << ' '
+        << k.dilation_h << ' ' << k.dilation_w << ' ' << to_string(e.algo) << ' ' << e.seconds
+        << '\n';
   }
   out << "end " << entries.size() << '\n';
 }
@@ -205,21 +211,29 @@ bool parse_enum(const std::string& token, const Enum (&values)[N], Enum& value) 
   return false;
 }
 
-/// Parses one entry line; on a defect returns false and says which field.
+/// Parses one entry line of a file of format `version` (1 or 2); on a defect returns
+/// false and says which field.
 inline bool parse_algo_cache_entry(const std::string& line, AlgoCacheKey& k, AlgoCacheEntry& e,
-                                   std::string& error) {
+                                   std::string& error, int version = kAlgoCacheVersion) {
   std::istringstream in(line);
   std::vector<std::string> f;
   for (std::string token; in >> token;)
     f.push_back(token);
-  if (f.size() != kAlgoCacheFields) {
-    error = msg("expected ", kAlgoCacheFields, " fields, found ", f.size());
+  const std::size_t fields = version >= 2 ? kAlgoCacheFields : kAlgoCacheFields - 1;
+  if (f.size() != fields) {
+    error = msg("expected ", fields, " fields, found ", f.size());
     return false;
   }
   auto bad = [&](const char* field, const std::string& token) {
     error = msg("bad ", field, " '", token, "'");
     return false;
   };
+  constexpr MathMode math_modes[] = {MathMode::Strict, MathMode::TF32, MathMode::TF32x3};
+  k.math = MathMode::Strict;
+  if (version >= 2) {
+    if (!parse_enum(f[2], math_modes, k.math)) return bad("math", f[2]);
+    f.erase(f.begin() + 2);  // the rest as in version 1
+  }
   constexpr Layout layouts[] = {Layout::NCHW, Layout::NHWC};
   constexpr Activation activations[] = {Activation::Identity, Activation::ReLU, Activation::Sigmoid,
                                         Activation::Tanh};
@@ -232,6 +246,9 @@ inline bool parse_algo_cache_entry(const std::string& line, AlgoCacheKey& k, Alg
     known_scalar |= f[1] == name;
   if (!known_scalar) return bad("scalar", f[1]);
   k.scalar = f[1];
+  // The non-strict modes are float-only (math_mode_accepts): such an entry is corrupt.
+  if (k.math != MathMode::Strict && k.scalar != ElementTraits<float>::name)
+    return bad("math for this scalar", to_string(k.math));
   if (!parse_enum(f[2], layouts, k.layout)) return bad("layout", f[2]);
   if (f[3].size() != 3 || f[3].find_first_not_of("RLS") != std::string::npos)
     return bad("views", f[3]);
@@ -269,11 +286,13 @@ inline bool parse_algo_cache(std::istream& in, AlgoCacheMap& out, std::string& e
     return false;
   }
   const std::string expected = msg(kAlgoCacheMagic, ' ', kAlgoCacheVersion);
-  if (line != expected) {
+  const std::string version1 = msg(kAlgoCacheMagic, ' ', 1);
+  const int version = line == version1 ? 1 : kAlgoCacheVersion;
+  if (line != expected && line != version1) {
     const std::string prefix = msg(kAlgoCacheMagic, ' ');
     error = line.rfind(prefix, 0) == 0
                 ? msg("unsupported format version '", line.substr(prefix.size()),
-                      "' (this kcnn reads version ", kAlgoCacheVersion, ")")
+                      "' (this kcnn reads versions 1 to ", kAlgoCacheVersion, ")")
                 : msg("not a kcnn algorithm cache (first line is not '", expected, "')");
     return false;
   }
@@ -302,7 +321,7 @@ inline bool parse_algo_cache(std::istream& in, AlgoCacheMap& out, std::string& e
     AlgoCacheKey key;
     AlgoCacheEntry entry;
     std::string why;
-    if (!parse_algo_cache_entry(line, key, entry, why)) {
+    if (!parse_algo_cache_entry(line, key, entry, why, version)) {
       error = msg("line ", line_no, ": ", why);
       return false;
     }

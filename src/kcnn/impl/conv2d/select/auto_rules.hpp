@@ -136,6 +136,16 @@ inline constexpr std::int64_t kTiledNhwcReductionEnd = 576;
 /// unrolled matrix leads.
 inline constexpr std::int64_t kWideGemmReductionDevice = 1024;
 inline constexpr std::int64_t kWideGemmFiltersDevice = 128;
+/// GPU, TF32 / TF32x3, NHWC: TensorCoreGemm leads from this many filters up to this
+/// reduction length (beyond it Im2colGemm with cuBLAS in TF32 leads).
+inline constexpr std::int64_t kTensorCoreFiltersDevice = 64;
+inline constexpr std::int64_t kTensorCoreReductionEndDevice = 1152;
+/// The same under TF32x3, where Im2colGemm's cuBLAS computes strictly.
+inline constexpr std::int64_t kTensorCoreReductionEndTF32x3Device = 2304;
+/// GPU, double, NHWC with channel pairs (16-byte gathers): TensorCoreGemm's DMMA leads
+/// from this many filters up to this reduction length.
+inline constexpr std::int64_t kTensorCoreFiltersDoubleDevice = 32;
+inline constexpr std::int64_t kTensorCoreReductionEndDoubleDevice = 576;
 /// GPU, double: up to this many filters Tiled leads (LeNet C1 and C3, strided too).
 inline constexpr std::int64_t kFewFiltersDoubleDevice = 16;
 /// GPU, double: from this many filters cuBLAS's dgemm (fp64 tensor cores) leads.
@@ -168,6 +178,19 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
   using C = const AutoContext&;
   constexpr Target D = Target::Device, H = Target::Host;
   static const std::vector<AlgoRule> rules = {
+      // --- GPUs, TF32 math modes: TensorCoreGemm where it leads (NHWC, enough filters,
+      // reductions up to 1152, 2304 under TF32x3); elsewhere the strict rules below, under
+      // which Im2colGemm's cuBLAS runs TF32 and leads the long reductions -----------------
+      {"device_tensor_cores_nhwc",
+       D,
+       [](P pb, C c) {
+         return c.element == ElementKind::Float32 && pb.math != MathMode::Strict &&
+                pb.layout == Layout::NHWC && pb.M >= kTensorCoreFiltersDevice &&
+                reduction_length(pb) <= (pb.math == MathMode::TF32x3
+                                             ? kTensorCoreReductionEndTF32x3Device
+                                             : kTensorCoreReductionEndDevice);
+       },
+       {A::TensorCoreGemm}},
       // --- GPUs, double: cuBLAS's dgemm runs on the H100's fp64 tensor cores, Tiled and
       // ImplicitGemm on its fp64 FMA units; the GEMM wins once M feeds them ---------------
       {"device_double_few_filters",
@@ -176,6 +199,14 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
          return c.element == ElementKind::Float64 && pb.M <= kFewFiltersDoubleDevice;
        },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
+      {"device_double_tensor_cores_nhwc",
+       D,
+       [](P pb, C c) {
+         return c.element == ElementKind::Float64 && pb.layout == Layout::NHWC && pb.C % 2 == 0 &&
+                pb.M >= kTensorCoreFiltersDoubleDevice &&
+                reduction_length(pb) <= kTensorCoreReductionEndDoubleDevice;
+       },
+       {A::TensorCoreGemm}},
       {"device_double_pointwise_nchw",
        D,
        [](P pb, C c) {

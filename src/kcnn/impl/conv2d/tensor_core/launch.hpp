@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file impl/conv2d/tensor_core/launch.hpp
+/// \brief ConvAlgo::TensorCoreGemm's launch: its limits (the backend, the math mode, the
+///        index ranges), the tile and gather choice, and conv2d_tensor_core (the entry).
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "../../arch/device_traits.hpp"
+#include "../../arch/mma.hpp"
+#include "../../common/element_traits.hpp"
+#include "../../common/problem.hpp"
+#include "../../common/view_checks.hpp"
+#include "../implicit_gemm/operands.hpp"
+#include "device_kernel.hpp"
+#include "tile_shapes.hpp"
+
+namespace kcnn::Impl {
+
+inline constexpr const char* kTensorCoreAlgoName = "ConvAlgo::TensorCoreGemm";
+
+/// Whether x and w allow the 16-byte gathers: NHWC with channels contiguous in a whole
+/// number of 16-byte runs (C a multiple of 16 / sizeof(T)), w's rows packed in the
+/// GEMM's k order, both 16-byte aligned.
+template <Layout L, class T>
+bool tensor_core_vector_gathers(const ImplicitGemmOperands<L, T>& o, const Conv2dProblem& pb) {
+  constexpr std::int64_t vec = 16 / sizeof(T);
+  if constexpr (L != Layout::NHWC) {
+    return false;
+  } else {
+    const bool aligned = reinterpret_cast<std::uintptr_t>(o.x) % 16 == 0 &&
+                         reinterpret_cast<std::uintptr_t>(o.w) % 16 == 0;
+    const bool w_packed =
+        o.ws.c == 1 && o.ws.w == pb.C && o.ws.h == pb.S * pb.C && o.ws.n == std::int64_t(o.K);
+    return aligned && w_packed && o.xs.c == 1 && pb.C % vec == 0;
+  }
+}
+
+template <class Tile, TensorCoreMath Math, bool Vec, Layout L, class ExecSpace, class T>
+void tensor_core_launch_as(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
+                           LaunchMode mode) {
+  using Kernel = TensorCoreDeviceKernel<L, Tile, Math, Vec, ExecSpace>;
+  using Policy = BoundedTeamPolicy<ExecSpace, Tile::threads, Tile::min_teams_per_sm>;
+  constexpr const char* op = "kcnn::conv2d_forward";
+  const std::int64_t m_blocks = (o.M + Tile::BM - 1) / Tile::BM;
+  const std::int64_t league = m_blocks * ((o.J + Tile::BN - 1) / Tile::BN);
+  throw_if(league > std::numeric_limits<int>::max(), op, kTensorCoreAlgoName, ": ", league,
+           " tiles exceed the launch limit; split the batch");
+  throw_if(Kernel::scratch_bytes() > static_cast<std::size_t>(Policy::scratch_size_max(0)), op,
+           "internal: ", kTensorCoreAlgoName, " tile needs ", Kernel::scratch_bytes(),
+           " bytes of team scratch, more than the backend's ", Policy::scratch_size_max(0));
+  if (mode == LaunchMode::Check) return;
+  Policy policy(space, static_cast<int>(league), Tile::threads);
+  Kokkos::parallel_for("kcnn::conv2d::tensor_core",
+                       policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes())),
+                       Kernel{o, static_cast<int>(m_blocks)});
+}
+
+template <class Tile, TensorCoreMath Math, Layout L, class ExecSpace, class T>
+void tensor_core_launch(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o, bool vec,
+                        LaunchMode mode) {
+  if constexpr (L == Layout::NHWC) {
+    if (vec) return tensor_core_launch_as<Tile, Math, true>(space, o, mode);
+  }
+  tensor_core_launch_as<Tile, Math, false>(space, o, mode);
+}
+
+template <TensorCoreMath Math, Layout L, class ExecSpace, class T>
+void tensor_core_launch_float(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o, bool vec,
+                              LaunchMode mode) {
+  if (o.M <= TensorCoreTiles::FloatSmallM::BM)
+    return tensor_core_launch<TensorCoreTiles::FloatSmallM, Math>(space, o, vec, mode);
+  tensor_core_launch<TensorCoreTiles::FloatLargeM, Math>(space, o, vec, mode);
+}
+
+/// Runs (or with LaunchMode::Check only plans and checks) ConvAlgo::TensorCoreGemm; `pb`
+/// has been validated against the Views and has no pooling (the algorithm does not
+/// fuse one: dispatch pools in a second pass). Needs a CUDA build for a GPU with the
+/// sm_80 tensor cores; float tensors with MathMode::TF32 or ::TF32x3 (Strict float is
+/// the other algorithms' work), double tensors (IEEE fp64 products). No workspace.
+template <class ExecSpace, class XView, class WView, class BView, class YView>
+std::size_t conv2d_tensor_core(const ExecSpace& space, const XView& x, const WView& w,
+                               const BView& bias, const YView& y, const Conv2dProblem& pb,
+                               LaunchMode mode = LaunchMode::Run) {
+  using T = view_scalar_t<YView>;
+  constexpr const char* op = "kcnn::conv2d_forward";
+  throw_if(!has_tensor_cores_v<ExecSpace>, op, kTensorCoreAlgoName,
+           " needs NVIDIA tensor cores (a CUDA build for sm_80 or newer); the ", ExecSpace::name(),
+           " backend of this build has none; use another algorithm");
+  throw_if(ElementTraits<T>::kind == ElementKind::Float32 && pb.math == MathMode::Strict, op,
+           kTensorCoreAlgoName,
+           " computes float tensors with TF32 products: it needs params.math = MathMode::TF32 or "
+           "MathMode::TF32x3 (MathMode::Strict is the other algorithms')");
+  throw_if(pb.has_pool, op, "internal: ", kTensorCoreAlgoName, " handed a fused pooling");
+  if constexpr (has_tensor_cores_v<ExecSpace>) {
+    auto run = [&](auto layout_tag) {
+      constexpr Layout L = decltype(layout_tag)::value;
+      const auto o = implicit_gemm_operands<L>(x, w, bias, y, pb, kTensorCoreAlgoName);
+      const bool vec = tensor_core_vector_gathers(o, pb);
+      if constexpr (std::is_same_v<T, double>) {
+        tensor_core_launch<TensorCoreTiles::Double, TensorCoreMath::F64>(space, o, vec, mode);
+      } else if constexpr (std::is_same_v<T, float>) {
+        if (pb.math == MathMode::TF32x3) {
+          tensor_core_launch_float<TensorCoreMath::TF32x3>(space, o, vec, mode);
+        } else {
+          tensor_core_launch_float<TensorCoreMath::TF32>(space, o, vec, mode);
+        }
+      }
+    };
+    if (pb.layout == Layout::NCHW) {
+      run(std::integral_constant<Layout, Layout::NCHW>{});
+    } else {
+      run(std::integral_constant<Layout, Layout::NHWC>{});
+    }
+  } else {
+    (void)space, (void)x, (void)w, (void)bias, (void)y, (void)mode;
+  }
+  return 0;
+}
+
+}  // namespace kcnn::Impl

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// Math modes and ConvAlgo::TensorCoreGemm: every algorithm under TF32 and TF32x3 on the
+// shape families and the tensor-core tile edges (float; double under Strict), each
+// against the double reference with the mode's tolerance (test_support.hpp,
+// check_forward_with: TF32 <= (2^-10 + K 2^-24) * max sum|w x|, TF32x3 and Strict 1e-4
+// of the output's magnitude); TF32 really rounds (crafted inputs); invalid mode / type
+// combinations throw before writing; TensorCoreGemm's can_implement per backend.
+#include "test_support.hpp"
+
+namespace kcnn_test {
+namespace {
+
+using kcnn::Activation;
+using kcnn::ConvAlgo;
+using kcnn::Layout;
+using kcnn::MathMode;
+
+struct MathParam {
+  ConvCase c;
+  ConvAlgo algo;
+  Backend backend;
+};
+
+void PrintTo(const MathParam& p, std::ostream* os) {
+  *os << p.c.name;
+}
+
+std::string math_param_name(const ::testing::TestParamInfo<MathParam>& info) {
+  const auto& p = info.param;
+  return p.c.name + "_" + kcnn::to_string(p.c.layout) + "_" + kcnn::to_string(p.c.math) + "_" +
+         kcnn::to_string(p.algo) + "_" + backend_name(p.backend);
+}
+
+/// Shapes at the tensor-core tiles' edges (float: 64 or 128 filters x 128 pixels x 16
+/// taps; double: 64 x 64 x 16; mma K of 8 and 4): partial M, pixel and K tiles, K not a
+/// multiple of the MMA's K, channel counts that break the 16-byte gathers, one K step.
+std::vector<ConvCase> tensor_core_edges() {
+  return {
+      {"tc_m63_j127_k27", 1, 3, 9, 15, 63, 3, 3, 1, 1, 1, 1},
+      {"tc_m65_j129_k20", 1, 5, 13, 11, 65, 2, 2},
+      {"tc_m129_k576_nhwc_vec", 2, 64, 9, 9, 129, 3, 3, 1, 1, 1, 1},
+      {"tc_m128_j256_k16", 1, 16, 16, 16, 128, 1, 1},
+      {"tc_m8_k4_vec", 3, 4, 7, 7, 8, 1, 1},
+      {"tc_m200_k18_odd_channels", 2, 2, 11, 13, 200, 3, 3, 2, 2, 1, 1},
+      {"tc_m17_k1", 1, 1, 6, 5, 17, 1, 1},
+      {"tc_dilated_strided", 2, 8, 23, 19, 40, 3, 3, 2, 3, 2, 2, 2, 2},
+      {"tc_k2304", 1, 256, 6, 6, 70, 3, 3, 1, 1, 1, 1},
+  };
+}
+
+bool backend_has_tensor_cores(Backend b) {
+  return b == Backend::Default && kcnn::Impl::has_tensor_cores_v<Kokkos::DefaultExecutionSpace>;
+}
+
+std::vector<MathParam> math_params() {
+  std::vector<ConvCase> shapes = conv_shape_families();
+  for (const auto& e : tensor_core_edges())
+    shapes.push_back(e);
+  std::vector<ConvAlgo> algos = kcnn::implemented_conv_algos();
+  algos.push_back(ConvAlgo::Auto);
+  std::vector<MathParam> list;
+  int i = 0;
+  for (const auto& base : shapes)
+    for (Layout layout : {Layout::NCHW, Layout::NHWC})
+      for (MathMode math : {MathMode::TF32, MathMode::TF32x3}) {
+        ConvCase c = base;
+        c.layout = layout, c.math = math;
+        c.activation = i % 3 == 0 ? Activation::ReLU : Activation::Identity;
+        c.bias = i % 2 == 0;
+        ++i;
+        for (Backend b : backends())
+          for (ConvAlgo algo : algos)
+            // Without tensor cores every algorithm computes strictly (the conformance
+            // suite's check; StrictAlgorithmsComputeStrictlyUnderTF32 checks the mode is
+            // accepted): there only TensorCoreGemm's refusal and Auto run the families.
+            if (backend_has_tensor_cores(b) || algo == ConvAlgo::TensorCoreGemm ||
+                algo == ConvAlgo::Auto)
+              list.push_back({c, algo, b});
+      }
+  return list;
+}
+
+class Conv2dMathModes : public ::testing::TestWithParam<MathParam> {};
+
+// Float under the mode's tolerance; double (Strict) alongside, so TensorCoreGemm's DMMA
+// path sees every shape too.
+TEST_P(Conv2dMathModes, MatchesDoubleReference) {
+  const auto& p = GetParam();
+  with_backend(p.backend, [&](const auto& space) {
+    using Space = std::decay_t<decltype(space)>;
+    auto run = [&](const auto& x, const auto& w, const auto& bias, const auto& y,
+                   const kcnn::Conv2dParams& params) {
+      if (p.c.bias) {
+        kcnn::conv2d_forward(space, x, w, bias, y, params);
+      } else {
+        kcnn::conv2d_forward(space, x, w, y, params);
+      }
+    };
+    check_forward_with<float>(space, p.c, p.algo, run);
+    if (p.c.math == MathMode::TF32) check_forward_with<double>(space, p.c, p.algo, run);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dMathModes, ::testing::ValuesIn(math_params()),
+                         math_param_name);
+
+/// y = x * w for 1x1 filters, C = 1: x = 1 + 2^-12 is not a TF32 number (10 mantissa
+/// bits; it rounds to 1), w = 1. Strict and TF32x3 give x exactly, TF32 gives 1: a mode
+/// that silently computed strictly, or a TF32x3 that dropped its small parts, fails.
+template <class Space>
+std::vector<double> crafted_product(const Space& space, ConvAlgo algo, MathMode math,
+                                    Layout layout) {
+  const int N = 2, H = 5, W = 7, M = 9;
+  ConvCase c{"crafted", N, 1, H, W, M, 1, 1};
+  c.layout = layout, c.math = math;
+  const float x_value = 1.0f + std::ldexp(1.0f, -12);
+  auto x = make_tensor<float, Space>("x", c.x_extents(),
+                                     std::vector<double>(product(c.x_extents()), x_value));
+  auto w =
+      make_tensor<float, Space>("w", c.w_extents(), std::vector<double>(product(c.w_extents()), 1));
+  const auto ye = c.y_extents();
+  Tensor4<float, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+  poison(y);
+  auto params = c.params();
+  params.algo = algo;
+  kcnn::conv2d_forward(space, x, w, y, params);
+  space.fence();
+  return to_host(y);
+}
+
+TEST(TensorCoreGemm, TF32RoundsItsFactorsAndTF32x3DoesNot) {
+  with_backend(Backend::Default, [&](const auto& space) {
+    using Space = std::decay_t<decltype(space)>;
+    if (!kcnn::Impl::has_tensor_cores_v<Space>) GTEST_SKIP() << "no tensor cores here";
+    const double exact = 1.0 + std::ldexp(1.0, -12);
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+      for (double v : crafted_product(space, ConvAlgo::TensorCoreGemm, MathMode::TF32, layout))
+        ASSERT_EQ(v, 1.0) << "TF32 did not round its factors";
+      for (double v : crafted_product(space, ConvAlgo::TensorCoreGemm, MathMode::TF32x3, layout))
+        ASSERT_EQ(v, exact) << "TF32x3 lost the small parts";
+      for (double v : crafted_product(space, ConvAlgo::ImplicitGemm, MathMode::Strict, layout))
+        ASSERT_EQ(v, exact);
+    }
+  });
+}
+
+// On backends without tensor cores a non-strict mode computes strictly (documented):
+// every other algorithm gives the exact product under TF32.
+TEST(MathMode, StrictAlgorithmsComputeStrictlyUnderTF32) {
+  for (Backend b : backends())
+    with_backend(b, [&](const auto& space) {
+      const double exact = 1.0 + std::ldexp(1.0, -12);
+      for (ConvAlgo algo : kcnn::implemented_conv_algos()) {
+        if (algo == ConvAlgo::TensorCoreGemm || algo == ConvAlgo::Im2colGemm) continue;
+        for (Layout layout : {Layout::NCHW, Layout::NHWC})
+          for (double v : crafted_product(space, algo, MathMode::TF32, layout))
+            ASSERT_EQ(v, exact) << kcnn::to_string(algo);
+      }
+    });
+}
+
+// TF32 and TF32x3 are float modes: double tensors with them throw kcnn::Error before
+// anything is written, for every algorithm and Auto, forward and backward.
+TEST(MathMode, NonStrictModeWithDoubleTensorsThrowsBeforeWriting) {
+  for (Backend b : backends())
+    with_backend(b, [&](const auto& space) {
+      using Space = std::decay_t<decltype(space)>;
+      ConvCase c{"double_tf32", 2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1};
+      auto x =
+          make_tensor<double, Space>("x", c.x_extents(), random_values(product(c.x_extents()), 1));
+      auto w =
+          make_tensor<double, Space>("w", c.w_extents(), random_values(product(c.w_extents()), 2));
+      const auto ye = c.y_extents();
+      Tensor4<double, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+      std::vector<ConvAlgo> algos = kcnn::implemented_conv_algos();
+      algos.push_back(ConvAlgo::Auto);
+      for (MathMode math : {MathMode::TF32, MathMode::TF32x3})
+        for (ConvAlgo algo : algos) {
+          poison(y);
+          auto params = c.params();
+          params.algo = algo, params.math = math;
+          try {
+            kcnn::conv2d_forward(space, x, w, y, params);
+            ADD_FAILURE() << "no kcnn::Error for " << kcnn::to_string(math) << " on double";
+          } catch (const kcnn::Error& e) {
+            EXPECT_NE(std::string(e.what()).find(kcnn::to_string(math)), std::string::npos)
+                << e.what();
+          }
+          space.fence();
+          EXPECT_TRUE(all_nan(to_host(y)));
+        }
+      // The backward data operation validates the same way.
+      auto params = c.params();
+      params.math = MathMode::TF32;
+      Tensor4<double, Space> dx("dx", c.x_extents()[0], c.x_extents()[1], c.x_extents()[2],
+                                c.x_extents()[3]);
+      poison(dx);
+      EXPECT_THROW(kcnn::conv2d_backward_data(space, y, w, dx, params), kcnn::Error);
+      space.fence();
+      EXPECT_TRUE(all_nan(to_host(dx)));
+      // An enumerator value outside MathMode is refused too.
+      params.math = static_cast<MathMode>(7);
+      EXPECT_THROW(kcnn::conv2d_forward(space, x, w, y, params), kcnn::Error);
+    });
+}
+
+// TensorCoreGemm's can_implement: CUDA builds for sm_80+ serve float under TF32 /
+// TF32x3 and double; host backends and Strict float are refused with the reason.
+TEST(TensorCoreGemm, CanImplementNamesItsLimits) {
+  for (Backend b : backends())
+    with_backend(b, [&](const auto& space) {
+      using Space = std::decay_t<decltype(space)>;
+      ConvCase c{"can_implement", 1, 8, 8, 8, 16, 3, 3, 1, 1, 1, 1};
+      c.layout = Layout::NHWC;
+      auto x =
+          make_tensor<float, Space>("x", c.x_extents(), random_values(product(c.x_extents()), 1));
+      auto w =
+          make_tensor<float, Space>("w", c.w_extents(), random_values(product(c.w_extents()), 2));
+      const auto ye = c.y_extents();
+      Tensor4<float, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+      auto why = [&](MathMode math) {
+        auto params = c.params();
+        params.math = math;
+        params.algo = ConvAlgo::TensorCoreGemm;
+        try {
+          kcnn::conv2d_forward(space, x, w, y, params);
+          space.fence();
+          return std::string();
+        } catch (const kcnn::Error& e) {
+          return std::string(e.what());
+        }
+      };
+      if (kcnn::Impl::has_tensor_cores_v<Space>) {
+        EXPECT_EQ(why(MathMode::TF32), "");
+        EXPECT_EQ(why(MathMode::TF32x3), "");
+        EXPECT_NE(why(MathMode::Strict).find("MathMode::TF32"), std::string::npos);
+      } else {
+        EXPECT_NE(why(MathMode::TF32).find("tensor cores"), std::string::npos)
+            << why(MathMode::TF32);
+      }
+    });
+}
+
+}  // namespace
+}  // namespace kcnn_test
