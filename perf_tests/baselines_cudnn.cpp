@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // cuDNN convolution forward with bias and ReLU, as kcnn_perf's GPU baseline (legacy API,
-// still in cuDNN 9). fp32 with TF32 forbidden (CUDNN_FMA_MATH); tensors in the shape's
-// layout (NCHW or NHWC), in Kokkos Views; the algorithm is the fastest that
+// still in cuDNN 9). "cuDNN": fp32 with TF32 forbidden (CUDNN_FMA_MATH), the reference
+// of vs_baseline; "cuDNN-TF32": tensor-core TF32 allowed (PyTorch's default). Tensors in the
+// shape's layout (NCHW or NHWC), in Kokkos Views; the algorithm is the fastest that
 // cudnnFindConvolutionForwardAlgorithmEx measures on these very buffers, and that the
 // fused conv + bias + ReLU call accepts; its workspace is allocated before timing; every
 // call runs on the CUDA stream of Kokkos' default execution space instance.
@@ -98,7 +99,9 @@ struct Descriptors {
 
 class CudnnConv final : public BaselineRun {
  public:
-  explicit CudnnConv(const Shape& sh) : data_(sh, 17) {
+  /// tensor_ops: cuDNN may pick TF32 tensor-core kernels (PyTorch's default for
+  /// convolutions, allow_tf32); else plain fp32 FMA only.
+  CudnnConv(const Shape& sh, bool tensor_ops) : data_(sh, 17) {
     // cuDNN's NHWC activations are kcnn's (N, H, W, C); its NHWC filters (KRSC) are
     // kcnn's (M, R, S, C).
     const cudnnTensorFormat_t format = sh.nhwc() ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
@@ -115,7 +118,8 @@ class CudnnConv final : public BaselineRun {
                                                      CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     // FMA_MATH: plain fp32 arithmetic; no tensor-core TF32 (which DEFAULT_MATH allows
     // in cuDNN 9 unless NVIDIA_TF32_OVERRIDE=0).
-    KCNN_CUDNN_CHECK(cudnnSetConvolutionMathType(d_.conv, CUDNN_FMA_MATH));
+    KCNN_CUDNN_CHECK(
+        cudnnSetConvolutionMathType(d_.conv, tensor_ops ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
     KCNN_CUDNN_CHECK(
         cudnnSetActivationDescriptor(d_.act, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
     int p = 0, q = 0, n = 0, m = 0;
@@ -148,8 +152,9 @@ class CudnnConv final : public BaselineRun {
     std::string tried;
     for (int i = 0; i < found && !chosen_; ++i) {
       const auto& r = perf[i];
-      if (r.status != CUDNN_STATUS_SUCCESS || r.mathType == CUDNN_TENSOR_OP_MATH ||
-          r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
+      if (r.status != CUDNN_STATUS_SUCCESS ||
+          (!tensor_ops && (r.mathType == CUDNN_TENSOR_OP_MATH ||
+                           r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)))
         continue;
       KCNN_CUDNN_CHECK(cudnnSetConvolutionMathType(d_.conv, r.mathType));
       workspace_ = Bytes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "cudnn_ws"),
@@ -199,8 +204,12 @@ class CudnnConv final : public BaselineRun {
 }  // namespace
 
 std::vector<Baseline> cudnn_baselines() {
-  return {{"cuDNN", true, [](const Shape& sh) -> std::unique_ptr<BaselineRun> {
-             return std::make_unique<CudnnConv>(sh);
+  return {{"cuDNN", true,
+           [](const Shape& sh) -> std::unique_ptr<BaselineRun> {
+             return std::make_unique<CudnnConv>(sh, false);
+           }},
+          {"cuDNN-TF32", false, [](const Shape& sh) -> std::unique_ptr<BaselineRun> {
+             return std::make_unique<CudnnConv>(sh, true);
            }}};
 }
 

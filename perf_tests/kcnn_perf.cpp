@@ -5,7 +5,7 @@
 //   kcnn_perf [--batch B] [--shape N,C,H,W,M,R,S,stride,pad[,dilation][,nhwc]]...
 //             [--reps N] [--target-seconds T] [--max-seconds T]
 //             [--algo-cache FILE] [--tune] [--save-algo-cache FILE]
-//             [--workspace-mib MiB] [--scalar float|double]
+//             [--workspace-mib MiB] [--scalar float|double] [--math Strict|TF32|TF32x3]
 //             [Google Benchmark flags, e.g. --benchmark_filter=lenet
 //              --benchmark_out=f.json --benchmark_out_format=json]
 //
@@ -91,6 +91,7 @@ struct Options {
   bool tune = false;            ///< Auto benchmarks call kcnn::find_best_algo first (untimed)
   std::string save_algo_cache;  ///< kcnn::save_algo_cache(this) at the end
   bool double_scalar = false;   ///< --scalar double: the convolutions in fp64
+  kcnn::MathMode math = kcnn::MathMode::Strict;  ///< --math: Conv2dParams::math of kcnn's rows
 };
 
 /// What the benchmarks share: options, ceilings, calibrated rates and baseline times.
@@ -113,6 +114,7 @@ struct KcnnProblem : ShapeData<Space, Scalar> {
   void forward(kcnn::ConvAlgo algo, const Shape& sh) const {
     auto params = sh.params();
     params.algo = algo;
+    params.math = g_run->opt.math;
     kcnn::conv2d_forward(Space(), x, w, bias, y, params);
   }
 };
@@ -167,6 +169,7 @@ void bench_kcnn(benchmark::State& state, const Shape& sh, kcnn::ConvAlgo algo) {
   const KcnnProblem<Scalar> p(sh);
   auto params = sh.params();
   params.algo = algo;
+  params.math = g_run->opt.math;
   kcnn::ConvAlgo runs = algo;
   try {
     if (algo == kcnn::ConvAlgo::Auto && g_run->opt.tune)
@@ -504,6 +507,17 @@ std::vector<char*> parse_args(int argc, char** argv, Options& opt) {
       if (v != "float" && v != "double")
         throw std::invalid_argument("--scalar wants float or double, got '" + v + "'");
       opt.double_scalar = v == "double";
+    } else if (is("--math")) {
+      const std::string v = value();
+      if (v == "Strict") {
+        opt.math = kcnn::MathMode::Strict;
+      } else if (v == "TF32") {
+        opt.math = kcnn::MathMode::TF32;
+      } else if (v == "TF32x3") {
+        opt.math = kcnn::MathMode::TF32x3;
+      } else {
+        throw std::invalid_argument("--math wants Strict, TF32 or TF32x3, got '" + v + "'");
+      }
     } else if (is("--workspace-mib")) {
       kcnn::set_workspace_limit(static_cast<std::size_t>(number(1)) << 20);
     } else {
@@ -586,6 +600,7 @@ int run_all(int argc, char** argv) {
       " after one warm-up run, each fenced";
   const Peaks& pk = run.peaks;
   benchmark::AddCustomContext("kokkos_execution_space", Space::name());
+  benchmark::AddCustomContext("math_mode", kcnn::to_string(run.opt.math));
   benchmark::AddCustomContext("device", pk.device);
   benchmark::AddCustomContext("kcnn_version", KCNN_VERSION_STRING);
   benchmark::AddCustomContext("lenet_batch", std::to_string(run.opt.lenet_batch));
