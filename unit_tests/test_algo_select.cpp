@@ -102,7 +102,9 @@ TEST(AlgoSelect, ImplementedListMatchesDispatch) {
       Space().fence();
     } catch (const kcnn::Error& e) {
       runs = std::string(e.what()).find("not implemented") == std::string::npos;
-      if (runs) EXPECT_FALSE((algo_serves<float, Space>(algo, params.math))) << e.what();
+      if (runs) {
+        EXPECT_FALSE((algo_serves<float, Space>(algo, params.math))) << e.what();
+      }
     }
     EXPECT_EQ(runs, kcnn::Impl::is_implemented(algo));
     EXPECT_EQ(runs, std::count(list.begin(), list.end(), algo) == 1);
@@ -296,7 +298,9 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
       {problem(10000, 1, 86, 86, 4, 7, 7), ConvAlgo::Tiled, "device_double_few_filters"},
       {problem(10000, 4, 40, 40, 16, 7, 7, 2), ConvAlgo::Tiled, "device_double_few_filters"},
       {problem(64, 64, 56, 56, 64, 3, 3, 1, 1), ConvAlgo::Im2colGemm, "device_double_wide_gemm"},
-      {problem(64, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Im2colGemm,
+      {problem(64, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::TensorCoreGemm,
+       "device_double_tensor_cores_nhwc"},
+      {problem(64, 128, 28, 28, 128, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Im2colGemm,
        "device_double_wide_gemm"},
       {problem(64, 256, 56, 56, 64, 1, 1), ConvAlgo::ImplicitGemm, "device_double_pointwise_nchw"},
       {problem(64, 256, 56, 56, 64, 1, 1, 1, 0, Layout::NHWC), ConvAlgo::Im2colGemm,

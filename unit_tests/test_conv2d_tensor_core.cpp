@@ -87,7 +87,6 @@ class Conv2dMathModes : public ::testing::TestWithParam<MathParam> {};
 TEST_P(Conv2dMathModes, MatchesDoubleReference) {
   const auto& p = GetParam();
   with_backend(p.backend, [&](const auto& space) {
-    using Space = std::decay_t<decltype(space)>;
     auto run = [&](const auto& x, const auto& w, const auto& bias, const auto& y,
                    const kcnn::Conv2dParams& params) {
       if (p.c.bias) {

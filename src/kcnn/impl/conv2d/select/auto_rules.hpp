@@ -202,8 +202,9 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
       {"device_double_tensor_cores_nhwc",
        D,
        [](P pb, C c) {
+         // 1x1 layers are not measured yet: they keep device_double_wide_gemm's cuBLAS.
          return c.element == ElementKind::Float64 && pb.layout == Layout::NHWC && pb.C % 2 == 0 &&
-                pb.M >= kTensorCoreFiltersDoubleDevice &&
+                pb.R * pb.S > 1 && pb.M >= kTensorCoreFiltersDoubleDevice &&
                 reduction_length(pb) <= kTensorCoreReductionEndDoubleDevice;
        },
        {A::TensorCoreGemm}},
