@@ -315,6 +315,15 @@ inline bool all_nan(const std::vector<double>& v) {
   return true;
 }
 
+/// A call that must be refused: it throws kcnn::Error and `y` (poisoned before) holds
+/// only NaN afterwards.
+template <class Space, class Y, class Call>
+void expect_refused(const Space& space, const Y& y, Call&& call) {
+  EXPECT_THROW(call(), kcnn::Error);
+  space.fence();
+  EXPECT_TRUE(all_nan(to_host(y))) << "a refused call wrote y";
+}
+
 /// max|got - want| / max|want|; NaN anywhere (or a size mismatch) gives +inf.
 inline double relative_error(const std::vector<double>& got, const std::vector<double>& want) {
   if (got.size() != want.size()) return std::numeric_limits<double>::infinity();
@@ -327,19 +336,31 @@ inline double relative_error(const std::vector<double>& got, const std::vector<d
   return max_ref > 0 ? max_diff / max_ref : max_diff;
 }
 
+/// A convolution case's random inputs (fixed seeds) as values and as Views.
+template <class T, class Space>
+struct RandomConvInputs {
+  std::vector<double> xv, wv, bv;
+  Tensor4<T, Space> x, w;
+  Tensor1<T, Space> bias;
+  explicit RandomConvInputs(const ConvCase& c)
+      : xv(random_values(product(c.x_extents()), 11)),
+        wv(random_values(product(c.w_extents()), 22)),
+        bv(random_values(c.M, 33)),
+        x(make_tensor<T, Space>("x", c.x_extents(), xv)),
+        w(make_tensor<T, Space>("w", c.w_extents(), wv)),
+        bias(make_vector<T, Space>("bias", bv)) {}
+};
+
 /// Runs `run(x, w, bias, y, params)` on random inputs with y poisoned and compares y with
 /// the double-precision host convolution; params.algo is `algo`.
 template <class T, class Space, class Run>
 void check_forward_with(const Space& space, const ConvCase& c, kcnn::ConvAlgo algo, Run&& run) {
   SCOPED_TRACE(std::string("scalar ") + (std::is_same_v<T, float> ? "float" : "double"));
-  const auto xv = random_values(product(c.x_extents()), 11);
-  const auto wv = random_values(product(c.w_extents()), 22);
-  const auto bv = random_values(c.M, 33);
+  const RandomConvInputs<T, Space> in(c);
+  // Named references, not a structured binding: C++17 lambdas cannot capture those.
+  const auto &xv = in.xv, &wv = in.wv, &bv = in.bv;
+  const auto &x = in.x, &w = in.w, &bias = in.bias;
   const auto want = host_conv2d(c, xv, wv, bv);
-
-  auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
-  auto w = make_tensor<T, Space>("w", c.w_extents(), wv);
-  auto bias = make_vector<T, Space>("bias", bv);
   const auto ye = c.y_extents();
   Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
   poison(y);
@@ -349,9 +370,7 @@ void check_forward_with(const Space& space, const ConvCase& c, kcnn::ConvAlgo al
   if constexpr (std::is_same_v<T, double>) params.math = kcnn::MathMode::Strict;
   SCOPED_TRACE(std::string("math ") + kcnn::to_string(params.math));
   if (!algo_serves<T, Space>(algo, params.math)) {
-    EXPECT_THROW(run(x, w, bias, y, params), kcnn::Error);
-    space.fence();
-    EXPECT_TRUE(all_nan(to_host(y))) << "a refused call wrote y";
+    expect_refused(space, y, [&] { run(x, w, bias, y, params); });
     return;
   }
   run(x, w, bias, y, params);
@@ -423,14 +442,11 @@ void check_fused_with(const Space& space, const FusedCase& f, kcnn::ConvAlgo alg
   SCOPED_TRACE(std::string("scalar ") + (std::is_same_v<T, float> ? "float" : "double"));
   const ConvCase& c = f.conv;
   const PoolCase pc = pool_of(f);
-  const auto xv = random_values(product(c.x_extents()), 11);
-  const auto wv = random_values(product(c.w_extents()), 22);
-  const auto bv = random_values(c.M, 33);
+  const RandomConvInputs<T, Space> in(c);
+  // Named references, not a structured binding: C++17 lambdas cannot capture those.
+  const auto &xv = in.xv, &wv = in.wv, &bv = in.bv;
+  const auto &x = in.x, &w = in.w, &bias = in.bias;
   const auto want = host_pool2d(pc, host_conv2d(c, xv, wv, bv), {});
-
-  auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
-  auto w = make_tensor<T, Space>("w", c.w_extents(), wv);
-  auto bias = make_vector<T, Space>("bias", bv);
   const auto ye = pc.y_extents();
   Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
   poison(y);
@@ -446,9 +462,7 @@ void check_fused_with(const Space& space, const FusedCase& f, kcnn::ConvAlgo alg
     params.math = kcnn::MathMode::TF32x3;
   SCOPED_TRACE(std::string("math ") + kcnn::to_string(params.math));
   if (!algo_serves<T, Space>(algo, params.math)) {
-    EXPECT_THROW(run(x, w, bias, y, params), kcnn::Error);
-    space.fence();
-    EXPECT_TRUE(all_nan(to_host(y))) << "a refused call wrote y";
+    expect_refused(space, y, [&] { run(x, w, bias, y, params); });
     return;
   }
   run(x, w, bias, y, params);
