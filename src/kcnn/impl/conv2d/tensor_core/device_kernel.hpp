@@ -43,9 +43,8 @@ struct TensorCoreDeviceKernel {
   static constexpr int WM = BM / Tile::WarpsM, WN = BN / Tile::WarpsN;
   static constexpr int MI = WM / Shape::M, NI = WN / Shape::N;  ///< MMAs per warp tile
   static constexpr int kAcc = TensorCoreOp<Math>::accumulators;
-  static constexpr int kVec = static_cast<int>(16 / sizeof(T));  ///< elements per 16 bytes
   /// Elements per copy and copies per thread and stage, A and B.
-  static constexpr int width = Vec ? kVec : 1;
+  static constexpr int width = Vec ? vector_elements_v<T> : 1;
   static constexpr int groups_per_row = BK / width;  ///< copies along k per row
   static constexpr int a_copies = (BM * groups_per_row + threads - 1) / threads;
   static constexpr int b_copies = (BN * groups_per_row + threads - 1) / threads;

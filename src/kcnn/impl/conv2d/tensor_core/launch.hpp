@@ -29,7 +29,7 @@ inline constexpr const char* kTensorCoreAlgoName = "ConvAlgo::TensorCoreGemm";
 /// GEMM's k order, both 16-byte aligned.
 template <Layout L, class T>
 bool tensor_core_vector_gathers(const ImplicitGemmOperands<L, T>& o, const Conv2dProblem& pb) {
-  constexpr std::int64_t vec = 16 / sizeof(T);
+  constexpr std::int64_t vec = vector_elements_v<T>;
   if constexpr (L != Layout::NHWC) {
     return false;
   } else {
