@@ -359,7 +359,8 @@ void check_forward_with(const Space& space, const ConvCase& c, kcnn::ConvAlgo al
   const RandomConvInputs<T, Space> in(c);
   // Named references, not a structured binding: C++17 lambdas cannot capture those.
   const auto &xv = in.xv, &wv = in.wv, &bv = in.bv;
-  const auto &x = in.x, &w = in.w, &bias = in.bias;
+  const auto &x = in.x, &w = in.w;
+  const auto& bias = in.bias;
   const auto want = host_conv2d(c, xv, wv, bv);
   const auto ye = c.y_extents();
   Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
@@ -445,7 +446,8 @@ void check_fused_with(const Space& space, const FusedCase& f, kcnn::ConvAlgo alg
   const RandomConvInputs<T, Space> in(c);
   // Named references, not a structured binding: C++17 lambdas cannot capture those.
   const auto &xv = in.xv, &wv = in.wv, &bv = in.bv;
-  const auto &x = in.x, &w = in.w, &bias = in.bias;
+  const auto &x = in.x, &w = in.w;
+  const auto& bias = in.bias;
   const auto want = host_pool2d(pc, host_conv2d(c, xv, wv, bv), {});
   const auto ye = pc.y_extents();
   Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
