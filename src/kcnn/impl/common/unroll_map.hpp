@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "../../types.hpp"
+#include "index_math.hpp"
 #include "problem.hpp"
 #include "tensor_access.hpp"
 
@@ -225,7 +226,12 @@ struct UnrollMap {
   template <class I>
   KOKKOS_INLINE_FUNCTION GatherTap gather_tap(I k, const LogicalStrides& xs,
                                               const LogicalStrides& ws) const {
-    const Tap<I> t = decompose_k(k);
+    return gather_tap_at(decompose_k(k), xs, ws);
+  }
+  /// The same for tap (c, r, s).
+  template <class I>
+  KOKKOS_INLINE_FUNCTION GatherTap gather_tap_at(const Tap<I>& t, const LogicalStrides& xs,
+                                                 const LogicalStrides& ws) const {
     GatherTap g;
     g.dh = static_cast<std::int32_t>(row_offset(t.r));
     g.dw = static_cast<std::int32_t>(col_offset(t.s));
@@ -285,6 +291,37 @@ struct UnrollMap {
     if (t < 0) return -1;
     const std::int64_t i = step == 1 ? t : t / step;
     return (i * step == t && i < count) ? i : -1;
+  }
+};
+
+/// Taps k_start, k_start + step, k_start + 2*step, ... of layout L, walked without a
+/// division per step: (c, r, s) are the digits of k in the tap order of the file
+/// comment (NCHW: s fastest, then r, then c; NHWC: c, then s, then r), kept by a
+/// GridWalker's carries. Two integer divisions per tap were most of TensorCoreGemm's
+/// per-stage instructions (SASS, H100).
+template <Layout L>
+struct TapWalker {
+  GridWalker digits;  ///< (a, b, c) = NCHW (c, r, s), NHWC (r, s, c)
+  int k, step, K;
+
+  KOKKOS_INLINE_FUNCTION TapWalker(const UnrollMap<L>& map, int k_start, int step_, int K_)
+      : digits(k_start, step_, static_cast<int>(L == Layout::NCHW ? map.S : map.C),
+               static_cast<int>(L == Layout::NCHW ? map.R : map.S)),
+        k(k_start),
+        step(step_),
+        K(K_) {}
+
+  KOKKOS_INLINE_FUNCTION void advance() {
+    digits.advance();
+    k += step;
+  }
+  /// The current tap's part of every gather; outside_tap() once k >= K.
+  KOKKOS_INLINE_FUNCTION GatherTap tap(const UnrollMap<L>& map, const LogicalStrides& xs,
+                                       const LogicalStrides& ws) const {
+    if (k >= K) return outside_tap();
+    const Tap<int> t = L == Layout::NCHW ? Tap<int>{digits.a, digits.b, digits.c}
+                                         : Tap<int>{digits.c, digits.a, digits.b};
+    return map.gather_tap_at(t, xs, ws);
   }
 };
 
