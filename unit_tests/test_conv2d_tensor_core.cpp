@@ -31,9 +31,10 @@ std::string math_param_name(const ::testing::TestParamInfo<MathParam>& info) {
          kcnn::to_string(p.algo) + "_" + backend_name(p.backend);
 }
 
-/// Shapes at the tensor-core tiles' edges (float: 64 or 128 filters x 128 pixels x 16
-/// taps; double: 64 x 64 x 16; mma K of 8 and 4): partial M, pixel and K tiles, K not a
-/// multiple of the MMA's K, channel counts that break the 16-byte gathers, one K step.
+/// Shapes at the tensor-core tiles' edges (float: 64 x 128 or 128 x 64 filters x pixels,
+/// 16 taps a stage; double: 64 x 64, 8 taps a stage; mma K of 8 and 4): partial M,
+/// pixel and K tiles, K not a multiple of the MMA's K, channel counts that break the
+/// 16-byte gathers, one K step.
 std::vector<ConvCase> tensor_core_edges() {
   return {
       {"tc_m63_j127_k27", 1, 3, 9, 15, 63, 3, 3, 1, 1, 1, 1},
@@ -201,6 +202,50 @@ TEST(MathMode, NonStrictModeWithDoubleTensorsThrowsBeforeWriting) {
 
 // TensorCoreGemm's can_implement: CUDA builds for sm_80+ serve float under TF32 /
 // TF32x3 and double; host backends and Strict float are refused with the reason.
+/// TensorCoreGemm's per-thread tap walk (carries, no division) against the tap
+/// decomposition of the unroll map, both layouts, from every start position of a stage,
+/// on geometries where a stage spans several channels, filter columns or rows.
+TEST(TapWalker, MatchesTheUnrollMapsTaps) {
+  struct Geometry {
+    int C, R, S;
+  };
+  for (Layout layout : {Layout::NCHW, Layout::NHWC})
+    for (Geometry g : {Geometry{1, 1, 1}, Geometry{3, 3, 3}, Geometry{64, 3, 3}, Geometry{5, 7, 2},
+                       Geometry{17, 1, 5}, Geometry{2, 5, 7}})
+      for (int step : {8, 16}) {
+        // stride 1 x 2, padding 1 x 2, dilation 2 x 1 on an 11 x 13 image
+        kcnn::Impl::Conv2dProblem pb{};
+        pb.C = g.C, pb.H = 11, pb.W = 13, pb.R = g.R, pb.S = g.S;
+        pb.stride_h = 1, pb.stride_w = 2, pb.pad_h = 1, pb.pad_w = 2;
+        pb.dilation_h = 2, pb.dilation_w = 1;
+        pb.P = (pb.H + 2 * pb.pad_h - pb.dilation_h * (pb.R - 1) - 1) / pb.stride_h + 1;
+        pb.Q = (pb.W + 2 * pb.pad_w - pb.dilation_w * (pb.S - 1) - 1) / pb.stride_w + 1;
+        const kcnn::Impl::LogicalStrides xs{1000003, 10007, 101, 7}, ws{100003, 1009, 11, 3};
+        const int K = g.C * g.R * g.S;
+        auto check = [&](auto layout_tag) {
+          constexpr Layout L = decltype(layout_tag)::value;
+          const auto map = kcnn::Impl::UnrollMap<L>::from(pb);
+          for (int start = 0; start < step; ++start) {
+            kcnn::Impl::TapWalker<L> walk(map, start, step, K);
+            for (int k = start; k < K + 2 * step; k += step, walk.advance()) {
+              const kcnn::Impl::GatherTap want =
+                  k < K ? map.gather_tap(k, xs, ws) : kcnn::Impl::outside_tap();
+              const kcnn::Impl::GatherTap got = walk.tap(map, xs, ws);
+              ASSERT_EQ(got.x_offset, want.x_offset) << kcnn::to_string(L) << " k " << k;
+              ASSERT_EQ(got.w_offset, want.w_offset) << kcnn::to_string(L) << " k " << k;
+              ASSERT_EQ(got.dh, want.dh) << kcnn::to_string(L) << " k " << k;
+              ASSERT_EQ(got.dw, want.dw) << kcnn::to_string(L) << " k " << k;
+            }
+          }
+        };
+        if (layout == Layout::NCHW) {
+          check(std::integral_constant<Layout, Layout::NCHW>{});
+        } else {
+          check(std::integral_constant<Layout, Layout::NHWC>{});
+        }
+      }
+}
+
 TEST(TensorCoreGemm, CanImplementNamesItsLimits) {
   for (Backend b : backends())
     with_backend(b, [&](const auto& space) {

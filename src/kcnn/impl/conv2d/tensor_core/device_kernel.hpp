@@ -6,15 +6,27 @@
 /// The GEMM view is ImplicitGemm's (operands.hpp): rows m are the filters (A = w, M x K,
 /// k contiguous), columns j the output pixels (B = the gathered x, K x J), K = C*R*S.
 /// Each team computes a BM x BN block of y; each warp a (BM / WarpsM) x (BN / WarpsN)
-/// warp tile of mma.sync instructions. Per K step of BK taps the team gathers both
-/// operand tiles into team scratch, k contiguous in every row (A: [BM][pitch], B:
-/// [BN][pitch]), with cp.async copies that do not wait for their loads; Stages buffers
-/// are in flight, so the gathers of the next steps overlap this step's MMAs.
+/// warp tile of mma.sync instructions. Per stage of BK taps the team gathers both
+/// operand tiles into team scratch, k contiguous in every row (A: BM rows, B: BN rows,
+/// TensorCoreTile::offset), with cp.async copies that do not wait for their loads;
+/// Stages buffers are in flight, so the gathers of the next stages overlap this one's
+/// MMAs.
 ///
-/// Gathers: NHWC with C a multiple of 16 bytes' worth of elements (Vec) moves 16 bytes
-/// per copy (a run of channels of one tap: same padding test for all); otherwise one
-/// element per copy, taps along k for NHWC and for the weights, pixels along j for NCHW
-/// x (so a warp's loads are consecutive pixels: coalesced).
+/// Fragments: a lane (g = lane / 4, t = lane % 4) loads chunk t (16 bytes) of each of
+/// its rows, which holds taps 4t..4t+3 (TF32) or 2t, 2t+1 (fp64) of the stage. The MMA
+/// sums over k in any order, as long as A and B agree, so chunk element e serves MMA
+/// k-step e / 2, fragment slot t + 4 (e % 2) (TF32: two k-steps of m16n8k8), or k-step
+/// e, slot t (fp64: two of m8n8k4). One 16-byte load per row and stage replaces eight
+/// 4-byte ones (the first version's per-element loads; SASS, H100).
+///
+/// Gathers:
+///  - A (w): 16-byte copies along k when w is packed in the GEMM's k order (AVec),
+///    else one element per copy through the thread's tap.
+///  - B (x), NHWC: 16-byte copies of a run of channels of one tap when C is a multiple
+///    of 16 bytes' worth (BVec), else one element per copy; taps along k.
+///  - B (x), NCHW: one element per copy, a warp copying 8 consecutive pixels x 4 taps:
+///    32-byte runs of x, and 32 distinct banks of scratch (TensorCoreTile's swizzle).
+/// Each thread walks its taps with carries (TapWalker): no division per stage.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -32,36 +44,56 @@
 
 namespace kcnn::Impl {
 
-template <Layout L, class Tile, TensorCoreMath Math, bool Vec, class ExecSpace>
+template <Layout L, class Tile, TensorCoreMath Math, bool AVec, bool BVec, class ExecSpace>
 struct TensorCoreDeviceKernel {
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using T = typename TensorCoreOp<Math>::element;
   using Shape = typename TensorCoreOp<Math>::shape;
   using Acc = accumulator_t<T>;
   static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, S = Tile::Stages;
-  static constexpr int pitch = Tile::pitch, threads = Tile::threads;
+  static constexpr int chunk = Tile::chunk, threads = Tile::threads, warps = threads / 32;
   static constexpr int WM = BM / Tile::WarpsM, WN = BN / Tile::WarpsN;
   static constexpr int MI = WM / Shape::M, NI = WN / Shape::N;  ///< MMAs per warp tile
   static constexpr int kAcc = TensorCoreOp<Math>::accumulators;
-  /// Elements per copy and copies per thread and stage, A and B.
-  static constexpr int width = Vec ? vector_elements_v<T> : 1;
-  static constexpr int groups_per_row = BK / width;  ///< copies along k per row
-  static constexpr int a_copies = (BM * groups_per_row + threads - 1) / threads;
-  static constexpr int b_copies = (BN * groups_per_row + threads - 1) / threads;
-  /// NCHW x without Vec: threads walk pixels (j) fastest, each keeps one pixel.
-  static constexpr bool b_pixel_major = L == Layout::NCHW && !Vec;
-  static_assert(WM % Shape::M == 0 && WN % Shape::N == 0 && BK % Shape::K == 0, "MMA tiling");
-  static_assert(threads % groups_per_row == 0,
-                "every thread copies the same k position (of one or more rows)");
-  static_assert(!b_pixel_major || (threads % BN == 0 && BN * BK % threads == 0),
-                "pixel-major gathers: each thread keeps one pixel");
-  static_assert(!Vec || L == Layout::NHWC, "16-byte gathers of x need channels contiguous");
+  /// Rows of A a lane loads per MMA: TF32 rows g and g + 8, fp64 row g.
+  static constexpr int a_rows = Shape::M / 8;
+  /// k-major copies (A; B in NHWC): `width` elements per copy, each thread at one k
+  /// position of rows row0, row0 + rows_step, ...
+  template <bool V>
+  struct KMajor {
+    static constexpr int width = V ? chunk : 1;
+    static constexpr int per_row = BK / width;
+    static constexpr int rows_step = threads / per_row;
+    static_assert(threads % per_row == 0, "every thread copies at one k position");
+  };
+  using ACopy = KMajor<AVec>;
+  using BCopy = KMajor<BVec>;
+  static constexpr int a_copies = (BM + ACopy::rows_step - 1) / ACopy::rows_step;
+  /// NCHW x: warp w copies taps 4 (w % (BK / 4)) + lane / 8 of pixels lane % 8 + 8 i'...
+  static constexpr bool b_pixel_major = L == Layout::NCHW;
+  static constexpr int tap_groups = BK / 4;                    ///< warps sharing a pixel group
+  static constexpr int pixel_step = 8 * (warps / tap_groups);  ///< between a thread's pixels
+  static constexpr int b_copies =
+      b_pixel_major ? BN / pixel_step : (BN + BCopy::rows_step - 1) / BCopy::rows_step;
+  static_assert(WM % Shape::M == 0 && WN % Shape::N == 0, "MMA tiling");
+  static_assert(BK == 2 * Shape::K, "a stage is two MMA k-steps");
+  static_assert(!b_pixel_major || (warps % tap_groups == 0 && BN % pixel_step == 0),
+                "pixel-major gathers: whole pixel groups per warp");
+  static_assert(!BVec || L == Layout::NHWC, "16-byte gathers of x need channels contiguous");
+  /// A thread gathering many pixels reads their gather data from a table in scratch (one
+  /// entry per column of the tile) instead of keeping them in registers: eight pixels
+  /// held in registers spilled (ptxas, sm_90: 128 registers and 120-200 bytes of spills
+  /// for NCHW and the one-element NHWC gathers).
+  static constexpr bool pixels_in_scratch = b_copies > 2;
+  static_assert(!pixels_in_scratch || BN <= threads, "one table entry per thread");
 
   ImplicitGemmOperands<L, T> op;
   int m_blocks;  ///< ceil(M / BM): the league walks the M blocks fastest (x reuse in L2)
 
+  static constexpr std::size_t tile_bytes = sizeof(T) * std::size_t(S) * (BM + BN) * BK;
+  static constexpr std::size_t table_bytes = pixels_in_scratch ? BN * sizeof(GatherPixel) : 0;
   KOKKOS_INLINE_FUNCTION static constexpr std::size_t scratch_bytes() {
-    return sizeof(T) * std::size_t(S) * (BM + BN) * pitch + 16;  // + get_shmem_aligned's slack
+    return tile_bytes + table_bytes + 16;  // + get_shmem_aligned's slack
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
@@ -71,63 +103,80 @@ struct TensorCoreDeviceKernel {
     const int m0 = mb * BM;
     const std::int64_t j0 = block * BN;
 
-    T* const a_tiles = static_cast<T*>(
-        team.team_scratch(0).get_shmem_aligned(sizeof(T) * std::size_t(S) * (BM + BN) * pitch, 16));
-    T* const b_tiles = a_tiles + S * BM * pitch;
+    T* const a_tiles =
+        static_cast<T*>(team.team_scratch(0).get_shmem_aligned(tile_bytes + table_bytes, 16));
+    T* const b_tiles = a_tiles + S * BM * BK;
+    GatherPixel* const pixel_table = reinterpret_cast<GatherPixel*>(a_tiles + S * (BM + BN) * BK);
 
-    // This thread's copies: k position `kpos` of rows a_row0 + i * rows_step (A) and,
-    // k-major B, of pixel rows b_row0 + i * rows_step; pixel-major B: pixel b_pixel,
-    // k positions b_k0 + i * b_k_step.
-    const int kpos = (t % groups_per_row) * width;
-    const int row0 = t / groups_per_row;
-    constexpr int rows_step = threads / groups_per_row;
-    const int b_pixel = t % BN, b_k0 = t / BN;
-    constexpr int b_k_step = threads / BN > 0 ? threads / BN : 1;
+    // This thread's copies. k-major: k position a_k of rows a_row0 + i * rows_step (A),
+    // b_k of b_row0 + i * rows_step (B). Pixel-major B: tap b_k of pixels
+    // b_row0 + i * pixel_step.
+    const int warp = t / 32, lane = t % 32;
+    const int a_k = (t % ACopy::per_row) * ACopy::width, a_row0 = t / ACopy::per_row;
+    const int b_k =
+        b_pixel_major ? 4 * (warp % tap_groups) + lane / 8 : (t % BCopy::per_row) * BCopy::width;
+    const int b_row0 = b_pixel_major ? 8 * (warp / tap_groups) + lane % 8 : t / BCopy::per_row;
+    constexpr int b_row_step = b_pixel_major ? pixel_step : BCopy::rows_step;
 
-    constexpr int kPixels = b_pixel_major ? 1 : b_copies;
-    GatherPixel pix[kPixels];
-    KCNN_DEVICE_UNROLL
-    for (int i = 0; i < kPixels; ++i)
-      pix[i] =
-          op.template gather_pixel<false>(j0 + (b_pixel_major ? b_pixel : row0 + i * rows_step));
+    GatherPixel pix[pixels_in_scratch ? 1 : b_copies];
+    if constexpr (pixels_in_scratch) {
+      if (t < BN) pixel_table[t] = op.template gather_pixel<false>(j0 + t);
+      team.team_barrier();
+    } else {
+      KCNN_DEVICE_UNROLL
+      for (int i = 0; i < b_copies; ++i)
+        pix[i] = op.template gather_pixel<false>(j0 + b_row0 + i * b_row_step);
+    }
+
+    // AVec reads w as the row-major M x K matrix it is; otherwise A's copies go through
+    // the thread's tap, which is B's as well when both copy one element at one k.
+    constexpr bool b_shares_a_tap = !AVec && !BVec && !b_pixel_major;
+    TapWalker<L> a_walk(op.map, a_k, BK, op.K);
+    TapWalker<L> b_walk(op.map, b_k, BK, op.K);
+    const T* const w_rows = op.w + std::int64_t(m0) * op.K;
 
     const int steps = (op.K + BK - 1) / BK;
-    auto issue = [&](int step) {  // the copies of K step `step` into buffer step % S
+    int issue_buffer = 0;  // the buffer of the next stage issued: stage % S, kept by counting
+    auto issue = [&](int step) {  // the copies of stage `step` into buffer step % S
       if (step < steps) {
-        const int k0 = step * BK;
-        T* const a = a_tiles + (step % S) * BM * pitch;
-        T* const b = b_tiles + (step % S) * BN * pitch;
-        const GatherTap tap = op.gather_tap(k0 + kpos);
-        const bool real_tap = tap.dh != kGatherOutside;
+        T* const a = a_tiles + issue_buffer * BM * BK;
+        T* const b = b_tiles + issue_buffer * BN * BK;
+        const GatherTap a_tap = AVec ? GatherTap{} : a_walk.tap(op.map, op.xs, op.ws);
         KCNN_DEVICE_UNROLL
         for (int i = 0; i < a_copies; ++i) {
-          const int row = row0 + i * rows_step, m = m0 + row;
-          if (row >= BM) break;  // more threads than copies
-          const bool valid = real_tap && m < op.M;
-          const T* src = valid ? op.w + std::int64_t(m) * op.ws.n + tap.w_offset : op.w;
-          copy(a + row * pitch + kpos, src, valid);
-        }
-        if constexpr (b_pixel_major) {
-          KCNN_DEVICE_UNROLL
-          for (int i = 0; i < b_copies; ++i) {
-            const int kk = b_k0 + i * b_k_step;
-            const GatherTap tk = op.gather_tap(k0 + kk);
-            const bool valid = op.map.gathers_inside(pix[0], tk);
-            const T* src = valid ? op.x + pix[0].x_offset + tk.x_offset : op.x;
-            scratch_copy_async(b + b_pixel * pitch + kk, src, valid);
-          }
-        } else {
-          KCNN_DEVICE_UNROLL
-          for (int i = 0; i < b_copies; ++i) {
-            const int row = row0 + i * rows_step;
-            if (row >= BN) break;
-            const bool valid = op.map.gathers_inside(pix[i], tap);
-            const T* src = valid ? op.x + pix[i].x_offset + tap.x_offset : op.x;
-            copy(b + row * pitch + kpos, src, valid);
+          const int row = a_row0 + i * ACopy::rows_step;
+          if (BM % ACopy::rows_step != 0 && row >= BM) break;
+          const int m = m0 + row;
+          if constexpr (AVec) {
+            const int k = step * BK + a_k;
+            const bool valid = m < op.M && k < op.K;
+            const T* src = valid ? w_rows + std::int64_t(row) * op.K + k : op.w;
+            scratch_copy_async_16(a + Tile::offset(row, a_k), src, valid);
+          } else {
+            const bool valid = a_tap.dh != kGatherOutside && m < op.M;
+            const T* src = valid ? op.w + std::int64_t(m) * op.ws.n + a_tap.w_offset : op.w;
+            scratch_copy_async(a + Tile::offset(row, a_k), src, valid);
           }
         }
+        const GatherTap b_tap = b_shares_a_tap ? a_tap : b_walk.tap(op.map, op.xs, op.ws);
+        KCNN_DEVICE_UNROLL
+        for (int i = 0; i < b_copies; ++i) {
+          const int row = b_row0 + i * b_row_step;
+          if (!b_pixel_major && BN % BCopy::rows_step != 0 && row >= BN) break;
+          const GatherPixel px = pixels_in_scratch ? pixel_table[row] : pix[i];
+          const bool valid = op.map.gathers_inside(px, b_tap);
+          const T* src = valid ? op.x + px.x_offset + b_tap.x_offset : op.x;
+          if constexpr (BVec) {
+            scratch_copy_async_16(b + Tile::offset(row, b_k), src, valid);
+          } else {
+            scratch_copy_async(b + Tile::offset(row, b_k), src, valid);
+          }
+        }
+        if constexpr (!AVec) a_walk.advance();
+        if constexpr (!b_shares_a_tap) b_walk.advance();
       }
-      scratch_copies_commit();  // also when empty: the group count stays one per step
+      scratch_copies_commit();  // also when empty: the group count stays one per stage
+      issue_buffer = issue_buffer + 1 == S ? 0 : issue_buffer + 1;
     };
 
     Acc acc[MI][NI][kAcc];
@@ -139,90 +188,105 @@ struct TensorCoreDeviceKernel {
     for (int r = 0; r < kAcc; ++r)
       acc[mi][ni][r] = Acc(0);
 
-    const int warp = t / 32, lane = t % 32, g = lane / 4, tig = lane % 4;
+    const int g = lane / 4, tig = lane % 4;
     const int wm0 = (warp / Tile::WarpsN) * WM, wn0 = (warp % Tile::WarpsN) * WN;
+    // This lane's chunk of its first A and B rows; its other rows lie 8, 16, ... rows
+    // further, whose chunks sit at the same swizzled position (row / 2 % 4 is the same
+    // for rows 8 apart), so every fragment load is this offset plus a constant.
+    const int a_lane = Tile::offset(wm0 + g, tig * chunk);
+    const int b_lane = Tile::offset(wn0 + g, tig * chunk);
 
     KCNN_DEVICE_UNROLL
     for (int s = 0; s < S - 1; ++s)
       issue(s);
+    int read_buffer = 0;
     for (int step = 0; step < steps; ++step) {
       scratch_copies_wait_groups<S - 2>();  // this thread's copies of `step` have landed
       team.team_barrier();  // everyone's have; everyone is done with step - 1's buffer
       issue(step + S - 1);  // into step - 1's buffer
-      const T* a = a_tiles + (step % S) * BM * pitch + (wm0 + g) * pitch + tig;
-      const T* b = b_tiles + (step % S) * BN * pitch + (wn0 + g) * pitch + tig;
-      KCNN_DEVICE_UNROLL
-      for (int ks = 0; ks < BK; ks += Shape::K)
-        mma_step(acc, a + ks, b + ks);
+      mma_stage(acc, a_tiles + read_buffer * BM * BK + a_lane,
+                b_tiles + read_buffer * BN * BK + b_lane);
+      read_buffer = read_buffer + 1 == S ? 0 : read_buffer + 1;
     }
     epilogue(acc, m0 + wm0 + g, j0 + wn0 + 2 * tig);
   }
 
-  /// One copy of `width` elements (16 bytes or one element) from global to scratch.
-  KOKKOS_FORCEINLINE_FUNCTION static void copy(T* dst, const T* src, bool valid) {
-    if constexpr (Vec) {
-      scratch_copy_async_16(dst, src, valid);
-    } else {
-      scratch_copy_async(dst, src, valid);
-    }
+  /// The 16-byte chunk of one scratch row a lane loads.
+  struct alignas(16) Chunk {
+    T e[chunk];
+  };
+  /// The chunk `rows` rows after the one at `lane_chunk` (rows: a multiple of 8).
+  KOKKOS_FORCEINLINE_FUNCTION static Chunk load_chunk(const T* lane_chunk, int rows) {
+    return *reinterpret_cast<const Chunk*>(lane_chunk + rows * BK);
   }
 
-  /// The warp tile's MMAs over Shape::K taps: a, b point at this lane's first fragment
-  /// element (row g, column tig) of the warp's first A and B rows.
-  KOKKOS_FORCEINLINE_FUNCTION static void mma_step(Acc (&acc)[MI][NI][kAcc], const T* a,
-                                                   const T* b) {
+  /// The warp tile's MMAs over one stage (BK taps, two MMA k-steps): a, b point at this
+  /// lane's chunk of its first row (warp tile origin + g) of the stage's A and B tiles.
+  KOKKOS_FORCEINLINE_FUNCTION static void mma_stage(Acc (&acc)[MI][NI][kAcc], const T* a,
+                                                    const T* b) {
+    static_assert(Shape::M % 8 == 0 && Shape::N % 8 == 0 && WM % 8 == 0 && WN % 8 == 0,
+                  "a lane's rows lie a multiple of 8 rows apart (one swizzle position)");
+    Chunk ac[MI][a_rows], bc[NI];
+    KCNN_DEVICE_UNROLL
+    for (int mi = 0; mi < MI; ++mi)
+      KCNN_DEVICE_UNROLL
+    for (int h = 0; h < a_rows; ++h)
+      ac[mi][h] = load_chunk(a, mi * Shape::M + 8 * h);
+    KCNN_DEVICE_UNROLL
+    for (int ni = 0; ni < NI; ++ni)
+      bc[ni] = load_chunk(b, ni * Shape::N);
+
     if constexpr (Math == TensorCoreMath::F64) {
-      double af[MI], bf[NI];
       KCNN_DEVICE_UNROLL
-      for (int mi = 0; mi < MI; ++mi)
-        af[mi] = a[mi * Shape::M * pitch];
-      KCNN_DEVICE_UNROLL
-      for (int ni = 0; ni < NI; ++ni)
-        bf[ni] = b[ni * Shape::N * pitch];
-      KCNN_DEVICE_UNROLL
+      for (int ks = 0; ks < 2; ++ks)
+        KCNN_DEVICE_UNROLL
       for (int mi = 0; mi < MI; ++mi)
         KCNN_DEVICE_UNROLL
       for (int ni = 0; ni < NI; ++ni)
-        mma_m8n8k4_f64(acc[mi][ni], af[mi], bf[ni]);
+        mma_m8n8k4_f64(acc[mi][ni], ac[mi][0].e[ks], bc[ni].e[ks]);
     } else {
       constexpr bool three = Math == TensorCoreMath::TF32x3;
-      std::uint32_t a_big[MI][4], b_big[NI][2];
-      [[maybe_unused]] std::uint32_t a_small[three ? MI : 1][4], b_small[three ? NI : 1][2];
       KCNN_DEVICE_UNROLL
-      for (int mi = 0; mi < MI; ++mi) {
-        const T* p = a + mi * Shape::M * pitch;
-        const float v[4] = {p[0], p[8 * pitch], p[4], p[8 * pitch + 4]};
+      for (int ks = 0; ks < 2; ++ks) {
+        // k-step ks: chunk elements 2 ks (slot t) and 2 ks + 1 (slot t + 4).
+        std::uint32_t a_big[MI][4], b_big[NI][2];
+        [[maybe_unused]] std::uint32_t a_small[three ? MI : 1][4], b_small[three ? NI : 1][2];
         KCNN_DEVICE_UNROLL
-        for (int r = 0; r < 4; ++r) {
-          if constexpr (three) {
-            tf32_split(v[r], a_big[mi][r], a_small[mi][r]);
-          } else {
-            a_big[mi][r] = tf32_round(v[r]);
+        for (int mi = 0; mi < MI; ++mi) {
+          // a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+          const float v[4] = {ac[mi][0].e[2 * ks], ac[mi][1].e[2 * ks], ac[mi][0].e[2 * ks + 1],
+                              ac[mi][1].e[2 * ks + 1]};
+          KCNN_DEVICE_UNROLL
+          for (int r = 0; r < 4; ++r) {
+            if constexpr (three) {
+              tf32_split(v[r], a_big[mi][r], a_small[mi][r]);
+            } else {
+              a_big[mi][r] = tf32_round(v[r]);
+            }
           }
         }
-      }
-      KCNN_DEVICE_UNROLL
-      for (int ni = 0; ni < NI; ++ni) {
-        const T* p = b + ni * Shape::N * pitch;
-        const float v[2] = {p[0], p[4]};
         KCNN_DEVICE_UNROLL
-        for (int r = 0; r < 2; ++r) {
-          if constexpr (three) {
-            tf32_split(v[r], b_big[ni][r], b_small[ni][r]);
-          } else {
-            b_big[ni][r] = tf32_round(v[r]);
+        for (int ni = 0; ni < NI; ++ni) {
+          const float v[2] = {bc[ni].e[2 * ks], bc[ni].e[2 * ks + 1]};  // b0 (t, g), b1 (t + 4, g)
+          KCNN_DEVICE_UNROLL
+          for (int r = 0; r < 2; ++r) {
+            if constexpr (three) {
+              tf32_split(v[r], b_big[ni][r], b_small[ni][r]);
+            } else {
+              b_big[ni][r] = tf32_round(v[r]);
+            }
           }
         }
-      }
-      KCNN_DEVICE_UNROLL
-      for (int mi = 0; mi < MI; ++mi)
         KCNN_DEVICE_UNROLL
-      for (int ni = 0; ni < NI; ++ni) {
-        if constexpr (three) {  // the small terms first: they are the smaller sums
-          mma_m16n8k8_tf32(acc[mi][ni], a_small[mi], b_big[ni]);
-          mma_m16n8k8_tf32(acc[mi][ni], a_big[mi], b_small[ni]);
+        for (int mi = 0; mi < MI; ++mi)
+          KCNN_DEVICE_UNROLL
+        for (int ni = 0; ni < NI; ++ni) {
+          if constexpr (three) {  // the small terms first: they are the smaller sums
+            mma_m16n8k8_tf32(acc[mi][ni], a_small[mi], b_big[ni]);
+            mma_m16n8k8_tf32(acc[mi][ni], a_big[mi], b_small[ni]);
+          }
+          mma_m16n8k8_tf32(acc[mi][ni], a_big[mi], b_big[ni]);
         }
-        mma_m16n8k8_tf32(acc[mi][ni], a_big[mi], b_big[ni]);
       }
     }
   }

@@ -24,27 +24,34 @@ namespace kcnn::Impl {
 
 inline constexpr const char* kTensorCoreAlgoName = "ConvAlgo::TensorCoreGemm";
 
-/// Whether x and w allow the 16-byte gathers: NHWC with channels contiguous in a whole
-/// number of 16-byte runs (C a multiple of 16 / sizeof(T)), w's rows packed in the
-/// GEMM's k order, both 16-byte aligned.
+/// Which operands the 16-byte copies can gather (each copy a 16-byte aligned run of
+/// k): A when w is packed in the GEMM's k order (row m of the M x K matrix at m * K)
+/// with K a multiple of 16 bytes' worth of elements; B (NHWC only) when the channels
+/// are contiguous and C and every pixel stride of x are such multiples.
+struct TensorCoreVectorGathers {
+  bool a = false, b = false;
+};
+
 template <Layout L, class T>
-bool tensor_core_vector_gathers(const ImplicitGemmOperands<L, T>& o, const Conv2dProblem& pb) {
+TensorCoreVectorGathers tensor_core_vector_gathers(const ImplicitGemmOperands<L, T>& o,
+                                                   const Conv2dProblem& pb) {
   constexpr std::int64_t vec = vector_elements_v<T>;
-  if constexpr (L != Layout::NHWC) {
-    return false;
-  } else {
-    const bool aligned = reinterpret_cast<std::uintptr_t>(o.x) % 16 == 0 &&
-                         reinterpret_cast<std::uintptr_t>(o.w) % 16 == 0;
-    const bool w_packed =
-        o.ws.c == 1 && o.ws.w == pb.C && o.ws.h == pb.S * pb.C && o.ws.n == std::int64_t(o.K);
-    return aligned && w_packed && o.xs.c == 1 && pb.C % vec == 0;
-  }
+  auto aligned = [](const T* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  TensorCoreVectorGathers v;
+  const bool w_packed =
+      L == Layout::NCHW
+          ? o.ws.w == 1 && o.ws.h == pb.S && o.ws.c == pb.R * pb.S && o.ws.n == std::int64_t(o.K)
+          : o.ws.c == 1 && o.ws.w == pb.C && o.ws.h == pb.S * pb.C && o.ws.n == std::int64_t(o.K);
+  v.a = w_packed && o.K % vec == 0 && aligned(o.w);
+  v.b = L == Layout::NHWC && o.xs.c == 1 && pb.C % vec == 0 && o.xs.w % vec == 0 &&
+        o.xs.h % vec == 0 && o.xs.n % vec == 0 && aligned(o.x);
+  return v;
 }
 
-template <class Tile, TensorCoreMath Math, bool Vec, Layout L, class ExecSpace, class T>
+template <class Tile, TensorCoreMath Math, bool AVec, bool BVec, Layout L, class ExecSpace, class T>
 void tensor_core_launch_as(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
                            LaunchMode mode) {
-  using Kernel = TensorCoreDeviceKernel<L, Tile, Math, Vec, ExecSpace>;
+  using Kernel = TensorCoreDeviceKernel<L, Tile, Math, AVec, BVec, ExecSpace>;
   using Policy = BoundedTeamPolicy<ExecSpace, Tile::threads, Tile::min_teams_per_sm>;
   constexpr const char* op = "kcnn::conv2d_forward";
   const std::int64_t m_blocks = (o.M + Tile::BM - 1) / Tile::BM;
@@ -61,18 +68,23 @@ void tensor_core_launch_as(const ExecSpace& space, const ImplicitGemmOperands<L,
                        Kernel{o, static_cast<int>(m_blocks)});
 }
 
+/// The gather variants compiled: NHWC both operands 16-byte or neither (a layer with
+/// one but not the other is rare: C not a multiple of 4 with K one, or unpacked w);
+/// NCHW A 16-byte or not (B is gathered pixel-major, one element per copy).
 template <class Tile, TensorCoreMath Math, Layout L, class ExecSpace, class T>
-void tensor_core_launch(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o, bool vec,
-                        LaunchMode mode) {
+void tensor_core_launch(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
+                        TensorCoreVectorGathers vec, LaunchMode mode) {
   if constexpr (L == Layout::NHWC) {
-    if (vec) return tensor_core_launch_as<Tile, Math, true>(space, o, mode);
+    if (vec.a && vec.b) return tensor_core_launch_as<Tile, Math, true, true>(space, o, mode);
+  } else {
+    if (vec.a) return tensor_core_launch_as<Tile, Math, true, false>(space, o, mode);
   }
-  tensor_core_launch_as<Tile, Math, false>(space, o, mode);
+  tensor_core_launch_as<Tile, Math, false, false>(space, o, mode);
 }
 
 template <TensorCoreMath Math, Layout L, class ExecSpace, class T>
-void tensor_core_launch_float(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o, bool vec,
-                              LaunchMode mode) {
+void tensor_core_launch_float(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
+                              TensorCoreVectorGathers vec, LaunchMode mode) {
   if (o.M <= TensorCoreTiles::FloatSmallM::BM)
     return tensor_core_launch<TensorCoreTiles::FloatSmallM, Math>(space, o, vec, mode);
   tensor_core_launch<TensorCoreTiles::FloatLargeM, Math>(space, o, vec, mode);
@@ -101,7 +113,7 @@ std::size_t conv2d_tensor_core(const ExecSpace& space, const XView& x, const WVi
     auto run = [&](auto layout_tag) {
       constexpr Layout L = decltype(layout_tag)::value;
       const auto o = implicit_gemm_operands<L>(x, w, bias, y, pb, kTensorCoreAlgoName);
-      const bool vec = tensor_core_vector_gathers(o, pb);
+      const TensorCoreVectorGathers vec = tensor_core_vector_gathers(o, pb);
       if constexpr (std::is_same_v<T, double>) {
         tensor_core_launch<TensorCoreTiles::Double, TensorCoreMath::F64>(space, o, vec, mode);
       } else if constexpr (std::is_same_v<T, float>) {

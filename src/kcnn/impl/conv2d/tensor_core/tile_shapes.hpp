@@ -30,29 +30,42 @@ struct TensorCoreOp<TensorCoreMath::F64> {
 /// A block tile of the GEMM view: BM filters x BN output pixels per team, K consumed
 /// BK taps per pipeline stage, WarpsM x WarpsN warps each computing a
 /// (BM / WarpsM) x (BN / WarpsN) warp tile, Stages scratch buffers in flight.
-/// Team scratch per stage: (BM + BN) rows of BK + 4 elements (with BK = 8 the 12-element
-/// pitch puts the 8 rows a fragment load touches on distinct banks, for 4-byte and
-/// 8-byte elements alike, and keeps rows 16-byte aligned for the 16-byte copies).
-template <int BM_, int BN_, int BK_, int WarpsM_, int WarpsN_, int Stages_, int MinTeams_>
+///
+/// Scratch rows (BM of A, BN of B per stage) hold BK taps in 64 bytes: four 16-byte
+/// chunks, so one 16-byte load gives a lane its fragment elements of two MMA k-steps
+/// (TF32: BK = 16, fp64: BK = 8). Chunk c of row r sits at chunk c ^ ((r / 2) % 4): the
+/// 8 lanes of a 16-byte load phase (rows g, g + 1 of chunks 0..3) read 128 distinct
+/// bytes, and so do the 4-byte copies of 8 pixels x 4 taps that NCHW's gathers write
+/// (no padding, so more stages fit the scratch).
+template <class T, int BM_, int BN_, int WarpsM_, int WarpsN_, int Stages_, int MinTeams_>
 struct TensorCoreTile {
-  static constexpr int BM = BM_, BN = BN_, BK = BK_, WarpsM = WarpsM_, WarpsN = WarpsN_;
+  static constexpr int BM = BM_, BN = BN_, WarpsM = WarpsM_, WarpsN = WarpsN_;
+  static constexpr int row_bytes = 64;
+  static constexpr int BK = row_bytes / static_cast<int>(sizeof(T));
+  static constexpr int chunk = vector_elements_v<T>;  ///< elements per 16-byte chunk
   static constexpr int Stages = Stages_;
   static constexpr int threads = 32 * WarpsM * WarpsN;
   static constexpr int min_teams_per_sm = MinTeams_;
-  static constexpr int pitch = BK + 4;  ///< scratch row pitch in elements
   static_assert(Stages >= 2, "a pipeline of at least two stages");
+  static_assert(BK == 4 * chunk, "four 16-byte chunks per row");
+
+  /// Element offset of tap position k (0 <= k < BK) of scratch row `row`.
+  KOKKOS_FORCEINLINE_FUNCTION static constexpr int offset(int row, int k) {
+    return row * BK + (((k / chunk) ^ ((row >> 1) & 3)) * chunk) + k % chunk;
+  }
 };
 
 /// The tiles, chosen by element type and by the filter count M (tensor_core_launch).
 /// Kokkos' level-0 team scratch on CUDA holds 40,960 bytes (its scratch_size_max(0) on
-/// the H100), so BK is 8 taps (one TF32 MMA step, two fp64 ones) with 3 or 4 stages.
+/// the H100): 192 rows of 64 bytes take 12 KB a stage, so three stages fit (36 KB);
+/// fp64's 128 rows take 8 KB, four stages.
 struct TensorCoreTiles {
-  /// float, M <= 64: 64 x 128 x 8, 8 warps (32 x 32 each), 4 stages (36 KB).
-  using FloatSmallM = TensorCoreTile<64, 128, 8, 2, 4, 4, 2>;
-  /// float, M > 64: 128 x 128 x 8, 8 warps (64 x 32 each), 3 stages (36 KB).
-  using FloatLargeM = TensorCoreTile<128, 128, 8, 2, 4, 3, 2>;
-  /// double: 64 x 64 x 8, 4 warps (32 x 32 each), 3 stages (36 KB).
-  using Double = TensorCoreTile<64, 64, 8, 2, 2, 3, 2>;
+  /// float, M <= 64: 64 x 128, 8 warps (32 x 32 each), 3 stages.
+  using FloatSmallM = TensorCoreTile<float, 64, 128, 2, 4, 3, 2>;
+  /// float, M > 64: 128 x 64, 8 warps (32 x 32 each), 3 stages.
+  using FloatLargeM = TensorCoreTile<float, 128, 64, 4, 2, 3, 2>;
+  /// double: 64 x 64, 4 warps (32 x 32 each), 4 stages.
+  using Double = TensorCoreTile<double, 64, 64, 2, 2, 4, 2>;
 };
 
 }  // namespace kcnn::Impl
