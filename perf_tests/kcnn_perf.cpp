@@ -563,7 +563,8 @@ int run_all(int argc, char** argv) {
                                              : "";
   benchmark::AddCustomContext("algo_cache", cache_note);
   if (!listing) {
-    run.peaks = measure_peaks(kDeviceBuild, run.opt.double_scalar);
+    run.peaks = measure_peaks(kDeviceBuild, run.opt.double_scalar,
+                              !run.opt.double_scalar && run.opt.math != kcnn::MathMode::Strict);
     if (run.opt.double_scalar)
       calibrate<double>(run);
     else
@@ -610,9 +611,17 @@ int run_all(int argc, char** argv) {
   benchmark::AddCustomContext("peak_copy", "Kokkos::deep_copy, 2 x " + fixed(pk.copy_mib / 2, 0) +
                                                " MiB (bytes read + written)");
   benchmark::AddCustomContext("scalar", scalar);
-  benchmark::AddCustomContext("peak_gemm", std::string("KokkosBlas::gemm ") +
-                                               (run.opt.double_scalar ? "fp64 " : "fp32 ") +
-                                               std::to_string(pk.gemm_n) + "^3");
+  const bool tf32_peak =
+      kDeviceBuild && !run.opt.double_scalar && run.opt.math != kcnn::MathMode::Strict;
+  benchmark::AddCustomContext(
+      "peak_gemm", std::string("KokkosBlas::gemm ") +
+                       (run.opt.double_scalar ? "fp64 "
+                        : tf32_peak           ? "fp32 with cuBLAS TF32 tensor-op math "
+                                              : "fp32 ") +
+                       std::to_string(pk.gemm_n) + "^3" +
+                       (tf32_peak && run.opt.math == kcnn::MathMode::TF32x3
+                            ? " (TF32x3 does 3 TF32 products per product: its floor is a third)"
+                            : ""));
   benchmark::AddCustomContext("baseline_libraries", libs.empty() ? "none" : libs);
   benchmark::AddCustomContext("vs_baseline_reference", reference);
   std::string baseline_names, algo_names;

@@ -5,6 +5,7 @@
 #include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
 #include <Kokkos_Random.hpp>
+#include <kcnn/impl/blas/kokkos_kernels_compat.hpp>
 
 #include <fstream>
 #include <type_traits>
@@ -39,14 +40,16 @@ namespace {
 
 /// 2 n^3 / s of KokkosBlas::gemm on square n x n matrices of `Scalar`.
 template <class Scalar>
-double gemm_gflops(int n, Kokkos::Random_XorShift64_Pool<Space>& pool) {
+double gemm_gflops(int n, Kokkos::Random_XorShift64_Pool<Space>& pool,
+                   kcnn::Impl::kokkos_kernels_compat::GemmMath math) {
   using Matrix = Kokkos::View<Scalar**, Kokkos::LayoutLeft, Space::memory_space>;
   Matrix a("gemm_a", n, n), b("gemm_b", n, n), c("gemm_c", n, n);
   Kokkos::fill_random(a, pool, Scalar(-1), Scalar(1));
   Kokkos::fill_random(b, pool, Scalar(-1), Scalar(1));
   const Timing t = time_median(
       [&] {
-        KokkosBlas::gemm("N", "N", Scalar(1), a, b, Scalar(0), c);
+        kcnn::Impl::kokkos_kernels_compat::gemm(Space(), "N", "N", Scalar(1), a, b, Scalar(0), c,
+                                                math);
         Space().fence();
       },
       5, 0);
@@ -55,7 +58,7 @@ double gemm_gflops(int n, Kokkos::Random_XorShift64_Pool<Space>& pool) {
 
 }  // namespace
 
-Peaks measure_peaks(bool device, bool double_gemm) {
+Peaks measure_peaks(bool device, bool double_gemm, bool tf32_gemm) {
   Peaks peaks;
   peaks.device = device_name();
   Kokkos::Random_XorShift64_Pool<Space> pool(5);
@@ -72,7 +75,10 @@ Peaks measure_peaks(bool device, bool double_gemm) {
     // Large enough to run near the GEMM peak: 8192^3 on a GPU, 2048^3 on a CPU.
     const int n = device ? 8192 : 2048;
     peaks.gemm_n = n;
-    peaks.gflops = double_gemm ? gemm_gflops<double>(n, pool) : gemm_gflops<float>(n, pool);
+    using kcnn::Impl::kokkos_kernels_compat::GemmMath;
+    peaks.gflops = double_gemm
+                       ? gemm_gflops<double>(n, pool, GemmMath::Strict)
+                       : gemm_gflops<float>(n, pool, tf32_gemm ? GemmMath::TF32 : GemmMath::Strict);
   }
   return peaks;
 }

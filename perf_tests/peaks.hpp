@@ -17,7 +17,10 @@ struct Peaks {
 };
 
 /// Measures both peaks (about a second). `device`: sizes for a GPU, else a CPU;
-/// `double_gemm`: the GEMM in fp64 (dgemm), else fp32 (sgemm).
-Peaks measure_peaks(bool device, bool double_gemm = false);
+/// `double_gemm`: the GEMM in fp64 (dgemm; cuBLAS runs it on the fp64 tensor cores
+/// where the GPU has them), else fp32 (sgemm); `tf32_gemm`: the fp32 GEMM with cuBLAS'
+/// TF32 tensor-core math (the floor of kcnn's TF32 and TF32x3 kernels; host BLAS
+/// libraries compute strictly).
+Peaks measure_peaks(bool device, bool double_gemm = false, bool tf32_gemm = false);
 
 }  // namespace kcnn_perf
