@@ -234,37 +234,53 @@ TEST(AlgoSelect, MathModeRules) {
   const auto c128 = problem(64, 128, 28, 28, 128, 3, 3, 1, 1, Layout::NHWC);
   const auto c256 = problem(64, 256, 14, 14, 256, 3, 3, 1, 1, Layout::NHWC);
   const auto c64_nchw = problem(64, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NCHW);
+  const auto c128_nchw = problem(64, 128, 28, 28, 128, 3, 3, 1, 1, Layout::NCHW);
+  const auto c256_nchw = problem(64, 256, 14, 14, 256, 3, 3, 1, 1, Layout::NCHW);
   const auto lenet_c3 = problem(10000, 4, 40, 40, 16, 7, 7, 1, 0, Layout::NHWC);
+  const auto prime_s2 = problem(61, 17, 61, 59, 31, 3, 3, 2, 1, Layout::NHWC);    // K = 153
+  const auto c3_prime = problem(61, 3, 47, 53, 29, 5, 5, 1, 2, Layout::NHWC);     // K = 75
+  const auto pointwise = problem(64, 64, 56, 56, 256, 1, 1, 1, 0, Layout::NHWC);  // K = 64
+  auto picks = [&](Conv2dProblem pb, MathMode m) {
+    return select_for(with_math(pb, m), Target::Device, kEverything).algo;
+  };
   for (MathMode m : {MathMode::TF32, MathMode::TF32x3}) {
-    EXPECT_EQ(select_for(with_math(c64, m), Target::Device, kEverything).algo,
-              ConvAlgo::TensorCoreGemm);
-    EXPECT_EQ(select_for(with_math(c128, m), Target::Device, kEverything).algo,
-              ConvAlgo::TensorCoreGemm);
-    EXPECT_NE(select_for(with_math(c64_nchw, m), Target::Device, kEverything).algo,
-              ConvAlgo::TensorCoreGemm);
-    EXPECT_NE(select_for(with_math(lenet_c3, m), Target::Device, kEverything).algo,
-              ConvAlgo::TensorCoreGemm);
+    EXPECT_EQ(picks(c64, m), ConvAlgo::TensorCoreGemm);
+    EXPECT_EQ(picks(c128, m), ConvAlgo::TensorCoreGemm);
+    EXPECT_EQ(picks(c128_nchw, m), ConvAlgo::TensorCoreGemm);
+    EXPECT_NE(picks(lenet_c3, m), ConvAlgo::TensorCoreGemm);
+    EXPECT_NE(picks(c3_prime, m), ConvAlgo::TensorCoreGemm);
     EXPECT_EQ(select_for(with_math(c64, m), Target::Host, kEverything).algo,
               select_for(c64, Target::Host, kEverything).algo);
   }
-  EXPECT_EQ(select_for(with_math(c256, MathMode::TF32), Target::Device, kEverything).algo,
-            ConvAlgo::Im2colGemm);
-  EXPECT_EQ(select_for(with_math(c256, MathMode::TF32x3), Target::Device, kEverything).algo,
-            ConvAlgo::TensorCoreGemm);
+  // TF32: from 64 filters (NHWC also from 24 filters with 128 taps), up to 1152 taps.
+  EXPECT_EQ(picks(pointwise, MathMode::TF32), ConvAlgo::TensorCoreGemm);
+  EXPECT_EQ(picks(c64_nchw, MathMode::TF32), ConvAlgo::TensorCoreGemm);
+  EXPECT_EQ(picks(prime_s2, MathMode::TF32), ConvAlgo::TensorCoreGemm);
+  EXPECT_EQ(picks(c256, MathMode::TF32), ConvAlgo::Im2colGemm);
+  EXPECT_EQ(picks(c256_nchw, MathMode::TF32), ConvAlgo::Im2colGemm);
+  // TF32x3: up to 2304 taps; NCHW from 1152 (Tiled leads the 64-channel layer).
+  EXPECT_EQ(picks(c256, MathMode::TF32x3), ConvAlgo::TensorCoreGemm);
+  EXPECT_EQ(picks(c256_nchw, MathMode::TF32x3), ConvAlgo::TensorCoreGemm);
+  EXPECT_NE(picks(c64_nchw, MathMode::TF32x3), ConvAlgo::TensorCoreGemm);
+  EXPECT_NE(picks(prime_s2, MathMode::TF32x3), ConvAlgo::TensorCoreGemm);
   // Strict float never picks it; without it in the build the strict rules answer.
   EXPECT_NE(select_for(c64, Target::Device, kEverything).algo, ConvAlgo::TensorCoreGemm);
   const AlgoSet without =
       AlgoSet{ConvAlgo::Reference, ConvAlgo::Tiled, ConvAlgo::Im2colGemm, ConvAlgo::ImplicitGemm};
   EXPECT_EQ(select_for(with_math(c64, MathMode::TF32), Target::Device, without).algo,
             select_for(c64, Target::Device, without).algo);
-  // Double.
+  // Double: NHWC up to 1152 taps, NCHW from 64 filters up to 576 taps.
   const auto dbl = kcnn::Impl::ElementKind::Float64;
   const auto generic = kcnn::Impl::HostIsa::Generic;
   EXPECT_EQ(select_for(c64, Target::Device, kEverything, generic, dbl).algo,
             ConvAlgo::TensorCoreGemm);
-  EXPECT_EQ(select_for(c128, Target::Device, kEverything, generic, dbl).algo, ConvAlgo::Im2colGemm);
-  EXPECT_NE(select_for(c64_nchw, Target::Device, kEverything, generic, dbl).algo,
+  EXPECT_EQ(select_for(c128, Target::Device, kEverything, generic, dbl).algo,
             ConvAlgo::TensorCoreGemm);
+  EXPECT_EQ(select_for(c256, Target::Device, kEverything, generic, dbl).algo, ConvAlgo::Im2colGemm);
+  EXPECT_EQ(select_for(c64_nchw, Target::Device, kEverything, generic, dbl).algo,
+            ConvAlgo::TensorCoreGemm);
+  EXPECT_EQ(select_for(c128_nchw, Target::Device, kEverything, generic, dbl).algo,
+            ConvAlgo::Im2colGemm);
 }
 
 // Whatever the build implements, the heuristic only picks from it.
@@ -297,10 +313,12 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
   const Expect device_double[] = {
       {problem(10000, 1, 86, 86, 4, 7, 7), ConvAlgo::Tiled, "device_double_few_filters"},
       {problem(10000, 4, 40, 40, 16, 7, 7, 2), ConvAlgo::Tiled, "device_double_few_filters"},
-      {problem(64, 64, 56, 56, 64, 3, 3, 1, 1), ConvAlgo::Im2colGemm, "device_double_wide_gemm"},
+      {problem(64, 64, 56, 56, 64, 3, 3, 1, 1), ConvAlgo::TensorCoreGemm,
+       "device_double_tensor_cores"},
+      {problem(64, 128, 28, 28, 128, 3, 3, 1, 1), ConvAlgo::Im2colGemm, "device_double_wide_gemm"},
       {problem(64, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::TensorCoreGemm,
-       "device_double_tensor_cores_nhwc"},
-      {problem(64, 128, 28, 28, 128, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Im2colGemm,
+       "device_double_tensor_cores"},
+      {problem(64, 256, 14, 14, 256, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Im2colGemm,
        "device_double_wide_gemm"},
       {problem(64, 256, 56, 56, 64, 1, 1), ConvAlgo::ImplicitGemm, "device_double_pointwise_nchw"},
       {problem(64, 256, 56, 56, 64, 1, 1, 1, 0, Layout::NHWC), ConvAlgo::Im2colGemm,

@@ -136,16 +136,27 @@ inline constexpr std::int64_t kTiledNhwcReductionEnd = 576;
 /// unrolled matrix leads.
 inline constexpr std::int64_t kWideGemmReductionDevice = 1024;
 inline constexpr std::int64_t kWideGemmFiltersDevice = 128;
-/// GPU, TF32 / TF32x3, NHWC: TensorCoreGemm leads from this many filters up to this
-/// reduction length (beyond it Im2colGemm with cuBLAS in TF32 leads).
+/// GPU, TF32 / TF32x3: where TensorCoreGemm leads (select/TUNING.md, "GPU, math modes").
+/// From kTensorCoreFiltersDevice filters; NHWC under TF32 also from
+/// kTensorCoreFiltersNhwcDevice filters with kTensorCoreReductionBeginNhwcDevice taps
+/// (fewer: LeNet's and the odd suite's small layers, where Tiled and ImplicitGemm lead).
+/// Up to kTensorCoreReductionEndDevice taps (beyond, Im2colGemm with cuBLAS in TF32 leads).
+inline constexpr std::int64_t kTensorCoreFiltersNhwcDevice = 24;
+inline constexpr std::int64_t kTensorCoreReductionBeginNhwcDevice = 128;
 inline constexpr std::int64_t kTensorCoreFiltersDevice = 64;
 inline constexpr std::int64_t kTensorCoreReductionEndDevice = 1152;
-/// The same under TF32x3, where Im2colGemm's cuBLAS computes strictly.
+/// Under TF32x3 (Im2colGemm's cuBLAS computes strictly then, three times as fast as the
+/// split products cost): NHWC up to this reduction length; NCHW from
+/// kTensorCoreReductionBeginTF32x3NchwDevice (below it Tiled leads) to it too.
 inline constexpr std::int64_t kTensorCoreReductionEndTF32x3Device = 2304;
-/// GPU, double, NHWC with channel pairs (16-byte gathers): TensorCoreGemm's DMMA leads
-/// from this many filters up to this reduction length.
+inline constexpr std::int64_t kTensorCoreReductionBeginTF32x3NchwDevice = 1152;
+/// GPU, double: TensorCoreGemm's DMMA leads from this many filters up to this reduction
+/// length, NHWC with channel pairs (16-byte gathers), NCHW from
+/// kTensorCoreFiltersDoubleNchwDevice filters up to kTensorCoreReductionEndDoubleNchwDevice.
 inline constexpr std::int64_t kTensorCoreFiltersDoubleDevice = 32;
-inline constexpr std::int64_t kTensorCoreReductionEndDoubleDevice = 576;
+inline constexpr std::int64_t kTensorCoreReductionEndDoubleDevice = 1152;
+inline constexpr std::int64_t kTensorCoreFiltersDoubleNchwDevice = 64;
+inline constexpr std::int64_t kTensorCoreReductionEndDoubleNchwDevice = 576;
 /// GPU, double: up to this many filters Tiled leads (LeNet C1 and C3, strided too).
 inline constexpr std::int64_t kFewFiltersDoubleDevice = 16;
 /// GPU, double: from this many filters cuBLAS's dgemm (fp64 tensor cores) leads.
@@ -178,17 +189,24 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
   using C = const AutoContext&;
   constexpr Target D = Target::Device, H = Target::Host;
   static const std::vector<AlgoRule> rules = {
-      // --- GPUs, TF32 math modes: TensorCoreGemm where it leads (NHWC, enough filters,
-      // reductions up to 1152, 2304 under TF32x3); elsewhere the strict rules below, under
-      // which Im2colGemm's cuBLAS runs TF32 and leads the long reductions -----------------
-      {"device_tensor_cores_nhwc",
+      // --- GPUs, TF32 math modes: TensorCoreGemm where it leads (enough filters, short
+      // enough reductions; the bounds per layout and mode above); elsewhere the strict rules
+      // below, under which Im2colGemm's cuBLAS runs TF32 and leads the long reductions -----
+      {"device_tensor_cores",
        D,
        [](P pb, C c) {
-         return c.element == ElementKind::Float32 && pb.math != MathMode::Strict &&
-                pb.layout == Layout::NHWC && pb.M >= kTensorCoreFiltersDevice &&
-                reduction_length(pb) <= (pb.math == MathMode::TF32x3
-                                             ? kTensorCoreReductionEndTF32x3Device
-                                             : kTensorCoreReductionEndDevice);
+         if (c.element != ElementKind::Float32 || pb.math == MathMode::Strict) return false;
+         const std::int64_t K = reduction_length(pb);
+         const bool x3 = pb.math == MathMode::TF32x3;
+         if (pb.layout == Layout::NHWC)
+           return (pb.M >= kTensorCoreFiltersDevice ||
+                   (!x3 && pb.M >= kTensorCoreFiltersNhwcDevice &&
+                    K >= kTensorCoreReductionBeginNhwcDevice)) &&
+                  K <= (x3 ? kTensorCoreReductionEndTF32x3Device : kTensorCoreReductionEndDevice);
+         return pb.M >= kTensorCoreFiltersDevice &&
+                (x3 ? K >= kTensorCoreReductionBeginTF32x3NchwDevice &&
+                          K <= kTensorCoreReductionEndTF32x3Device
+                    : K <= kTensorCoreReductionEndDevice);
        },
        {A::TensorCoreGemm}},
       // --- GPUs, double: cuBLAS's dgemm runs on the H100's fp64 tensor cores, Tiled and
@@ -199,13 +217,17 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
          return c.element == ElementKind::Float64 && pb.M <= kFewFiltersDoubleDevice;
        },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
-      {"device_double_tensor_cores_nhwc",
+      {"device_double_tensor_cores",
        D,
        [](P pb, C c) {
-         // 1x1 layers are not measured yet: they keep device_double_wide_gemm's cuBLAS.
-         return c.element == ElementKind::Float64 && pb.layout == Layout::NHWC && pb.C % 2 == 0 &&
-                pb.R * pb.S > 1 && pb.M >= kTensorCoreFiltersDoubleDevice &&
-                reduction_length(pb) <= kTensorCoreReductionEndDoubleDevice;
+         // 1x1 layers are not measured yet: they keep the cuBLAS rules below.
+         if (c.element != ElementKind::Float64 || pb.R * pb.S == 1) return false;
+         const std::int64_t K = reduction_length(pb);
+         if (pb.layout == Layout::NHWC)
+           return pb.C % 2 == 0 && pb.M >= kTensorCoreFiltersDoubleDevice &&
+                  K <= kTensorCoreReductionEndDoubleDevice;
+         return pb.M >= kTensorCoreFiltersDoubleNchwDevice &&
+                K <= kTensorCoreReductionEndDoubleNchwDevice;
        },
        {A::TensorCoreGemm}},
       {"device_double_pointwise_nchw",
