@@ -166,10 +166,8 @@ TEST(MathMode, NonStrictModeWithDoubleTensorsThrowsBeforeWriting) {
     with_backend(b, [&](const auto& space) {
       using Space = std::decay_t<decltype(space)>;
       ConvCase c{"double_tf32", 2, 3, 8, 8, 4, 3, 3, 1, 1, 1, 1};
-      auto x =
-          make_tensor<double, Space>("x", c.x_extents(), random_values(product(c.x_extents()), 1));
-      auto w =
-          make_tensor<double, Space>("w", c.w_extents(), random_values(product(c.w_extents()), 2));
+      const RandomConvInputs<double, Space> in(c);
+      const auto &x = in.x, &w = in.w;
       const auto ye = c.y_extents();
       Tensor4<double, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
       std::vector<ConvAlgo> algos = kcnn::implemented_conv_algos();
@@ -252,10 +250,8 @@ TEST(TensorCoreGemm, CanImplementNamesItsLimits) {
       using Space = std::decay_t<decltype(space)>;
       ConvCase c{"can_implement", 1, 8, 8, 8, 16, 3, 3, 1, 1, 1, 1};
       c.layout = Layout::NHWC;
-      auto x =
-          make_tensor<float, Space>("x", c.x_extents(), random_values(product(c.x_extents()), 1));
-      auto w =
-          make_tensor<float, Space>("w", c.w_extents(), random_values(product(c.w_extents()), 2));
+      const RandomConvInputs<float, Space> in(c);
+      const auto &x = in.x, &w = in.w;
       const auto ye = c.y_extents();
       Tensor4<float, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
       auto why = [&](MathMode math) {
