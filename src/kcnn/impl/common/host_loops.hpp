@@ -46,11 +46,15 @@ inline void host_zero(T* KOKKOS_RESTRICT dst, std::int64_t n) {
     }
     return;
   }
-  for (std::int64_t i = 0; i + kHostBlock <= n; i += kHostBlock)
+  // Pointer-walked blocks: one induction variable and one bound, so that the loop keeps
+  // its registers when inlined into a kernel with many live indices (an index-and-count
+  // loop spilled both to the stack inside the NCHW im2col).
+  T* const last = dst + (n - kHostBlock);
+  for (; dst < last; dst += kHostBlock)
     for (std::int64_t j = 0; j < kHostBlock; ++j)
-      dst[i + j] = T(0);
+      dst[j] = T(0);
   for (std::int64_t j = 0; j < kHostBlock; ++j)
-    dst[n - kHostBlock + j] = T(0);
+    last[j] = T(0);
 }
 
 template <class T>
@@ -73,11 +77,13 @@ inline void host_copy(T* KOKKOS_RESTRICT dst, const T* KOKKOS_RESTRICT src, std:
     }
     return;
   }
-  for (std::int64_t i = 0; i + kHostBlock <= n; i += kHostBlock)
+  T* const last = dst + (n - kHostBlock);
+  const T* const src_last = src + (n - kHostBlock);
+  for (; dst < last; dst += kHostBlock, src += kHostBlock)
     for (std::int64_t j = 0; j < kHostBlock; ++j)
-      dst[i + j] = src[i + j];
+      dst[j] = src[j];
   for (std::int64_t j = 0; j < kHostBlock; ++j)
-    dst[n - kHostBlock + j] = src[n - kHostBlock + j];
+    last[j] = src_last[j];
 }
 
 template <class T>

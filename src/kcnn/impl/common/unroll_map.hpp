@@ -279,8 +279,10 @@ struct UnrollMap {
   /// {i in [0, count) : 0 <= i*step + offset < extent}, step > 0.
   KOKKOS_INLINE_FUNCTION static IndexRange valid_outputs(std::int64_t offset, std::int64_t step,
                                                          std::int64_t extent, std::int64_t count) {
-    std::int64_t lo = floor_div(-offset + step - 1, step);  // ceil(-offset / step)
-    std::int64_t hi = floor_div(extent - 1 - offset, step) + 1;
+    // Unit steps (most layers) skip the two divisions: host loops call this per tap.
+    std::int64_t lo =
+        step == 1 ? -offset : floor_div(-offset + step - 1, step);  // ceil(-offset / step)
+    std::int64_t hi = (step == 1 ? extent - 1 - offset : floor_div(extent - 1 - offset, step)) + 1;
     lo = lo < 0 ? 0 : lo;
     hi = hi > count ? count : hi;
     return {lo, hi < lo ? lo : hi};

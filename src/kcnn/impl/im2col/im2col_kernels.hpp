@@ -142,11 +142,20 @@ struct Im2colNchwHost {
     const std::int64_t k = item / items_per_k;
     const std::int64_t g_begin = row_first + (item - k * items_per_k) * rows_per_item;
     const std::int64_t g_end = std::min(row_first + rows, g_begin + rows_per_item);
-    const Tap<std::int64_t> tap = map.decompose_k(k);
+    const std::int64_t n = g_begin / map.P;
+    unroll_rows(k, map.decompose_k(k), g_begin, g_end, n, g_begin - n * map.P);
+  }
+
+  /// Tap k = (c, r, s) over output rows [g_begin, g_end), the first of them (n, p): the
+  /// work item without its divisions, for callers that carry the tap and the row (the
+  /// ImplicitGemm host kernel unrolls every tap of one pixel range).
+  template <class I>
+  void unroll_rows(const std::int64_t k, const Tap<I>& tap, const std::int64_t g_begin,
+                   const std::int64_t g_end, std::int64_t n, std::int64_t p) const {
     const std::int64_t dh = map.row_offset(tap.r), dw = map.col_offset(tap.s);
     const IndexRange valid = map.valid_q(tap.s);
     const std::int64_t step = map.stride_w * xs.w, Q = map.Q;
-    const T* x_c = x + tap.c * xs.c;
+    const T* x_c = x + std::int64_t(tap.c) * xs.c;
     // Columns [qa, qb) of output row (n, p): zeros, the valid run, zeros.
     auto row = [&](std::int64_t n, std::int64_t p, std::int64_t qa, std::int64_t qb, T* dst) {
       const std::int64_t h = p * map.stride_h + dh;
@@ -163,7 +172,6 @@ struct Im2colNchwHost {
                           step);
       host_zero(dst + (hi - qa), qb - hi);
     };
-    std::int64_t n = g_begin / map.P, p = g_begin - n * map.P;
     for (std::int64_t g = g_begin; g < g_end;) {
       // The part of output row g inside the pixel range [j0, j0 + count): only the
       // chunk's first and last rows are partial.
