@@ -73,17 +73,6 @@ KOKKOS_FORCEINLINE_FUNCTION float tf32_value(std::uint32_t bits) {
   return x;
 }
 
-/// x rounded to TF32 (tf32_round), as a float: what a kernel stores back into scratch to
-/// round each operand once where it lands instead of in every warp that reads it.
-KOKKOS_FORCEINLINE_FUNCTION float tf32_rounded(float x) { return tf32_value(tf32_round(x)); }
-
-/// The 32-bit pattern mma.sync reads for a float already rounded to TF32 (tf32_rounded).
-KOKKOS_FORCEINLINE_FUNCTION std::uint32_t tf32_bits(float x) {
-  std::uint32_t bits;
-  __builtin_memcpy(&bits, &x, sizeof(bits));
-  return bits;
-}
-
 /// 3xTF32 split: x ~ big + small, both TF32; big = tf32(x), small = tf32(x - big). The
 /// pair carries about 21 mantissa bits, so the three products big*big + big*small +
 /// small*big reproduce a float product to within float rounding.

@@ -202,9 +202,6 @@ struct TensorCoreDeviceKernel {
     int read_buffer = 0;
     for (int step = 0; step < steps; ++step) {
       scratch_copies_wait_groups<S - 2>();  // this thread's copies of `step` have landed
-      if constexpr (round_where_landed)
-        round_own_copies(a_tiles + read_buffer * BM * BK, b_tiles + read_buffer * BN * BK, a_k,
-                         a_row0, b_k, b_row0);
       team.team_barrier();  // everyone's have; everyone is done with step - 1's buffer
       issue(step + S - 1);  // into step - 1's buffer
       mma_stage(acc, a_tiles + read_buffer * BM * BK + a_lane,
@@ -212,49 +209,6 @@ struct TensorCoreDeviceKernel {
       read_buffer = read_buffer + 1 == S ? 0 : read_buffer + 1;
     }
     epilogue(acc, m0 + wm0 + g, j0 + wn0 + 2 * tig);
-  }
-
-  /// TF32: each thread rounds the elements it copied, in scratch, once they have landed
-  /// (before the barrier that publishes them), and the MMA loop passes the bits on as
-  /// they are. Rounded in the MMA loop instead, every element was rounded once per warp
-  /// reading it (WarpsN times for A, WarpsM for B) at two instructions each (sm_90 has
-  /// no single-instruction cvt.rna.tf32): 32 per lane and stage, about a fifth of the
-  /// main loop's instructions (SASS and Nsight Compute, H100, 64-channel NHWC).
-  /// TF32x3 needs both parts of each element and keeps splitting in the loop.
-  static constexpr bool round_where_landed = Math == TensorCoreMath::TF32;
-
-  /// Rounds to TF32 the elements this thread copied into one stage's buffers (a, b):
-  /// the same positions every stage (a thread's copy slots do not move).
-  KOKKOS_INLINE_FUNCTION static void round_own_copies(T* a, T* b, int a_k, int a_row0, int b_k,
-                                                      int b_row0) {
-    KCNN_DEVICE_UNROLL
-    for (int i = 0; i < a_copies; ++i) {
-      const int row = a_row0 + i * ACopy::rows_step;
-      if (BM % ACopy::rows_step != 0 && row >= BM) break;
-      round_run<ACopy::width>(a + Tile::offset(row, a_k));
-    }
-    constexpr int b_width = b_pixel_major ? 1 : BCopy::width;
-    constexpr int b_row_step = b_pixel_major ? pixel_step : BCopy::rows_step;
-    KCNN_DEVICE_UNROLL
-    for (int i = 0; i < b_copies; ++i) {
-      const int row = b_row0 + i * b_row_step;
-      if (!b_pixel_major && BN % BCopy::rows_step != 0 && row >= BN) break;
-      round_run<b_width>(b + Tile::offset(row, b_k));
-    }
-  }
-  /// Rounds `width` consecutive elements (one 16-byte chunk or one element) in place.
-  template <int width>
-  KOKKOS_FORCEINLINE_FUNCTION static void round_run(T* p) {
-    if constexpr (width == chunk) {
-      Chunk c = *reinterpret_cast<const Chunk*>(p);
-      KCNN_DEVICE_UNROLL
-      for (int e = 0; e < chunk; ++e)
-        c.e[e] = tf32_rounded(c.e[e]);
-      *reinterpret_cast<Chunk*>(p) = c;
-    } else {
-      static_assert(width == 1, "a copy is one chunk or one element");
-      *p = tf32_rounded(*p);
-    }
   }
 
   /// The 16-byte chunk of one scratch row a lane loads.
@@ -307,7 +261,7 @@ struct TensorCoreDeviceKernel {
             if constexpr (three) {
               tf32_split(v[r], a_big[mi][r], a_small[mi][r]);
             } else {
-              a_big[mi][r] = tf32_bits(v[r]);  // rounded where it landed
+              a_big[mi][r] = tf32_round(v[r]);
             }
           }
         }
@@ -319,7 +273,7 @@ struct TensorCoreDeviceKernel {
             if constexpr (three) {
               tf32_split(v[r], b_big[ni][r], b_small[ni][r]);
             } else {
-              b_big[ni][r] = tf32_bits(v[r]);
+              b_big[ni][r] = tf32_round(v[r]);
             }
           }
         }
