@@ -150,10 +150,13 @@ inline constexpr std::int64_t kTensorCoreReductionEndDevice = 1152;
 /// kTensorCoreReductionBeginTF32x3NchwDevice (below it Tiled leads) to it too.
 inline constexpr std::int64_t kTensorCoreReductionEndTF32x3Device = 2304;
 inline constexpr std::int64_t kTensorCoreReductionBeginTF32x3NchwDevice = 1152;
-/// GPU, double: TensorCoreGemm's DMMA leads from this many filters up to this reduction
-/// length, NHWC with channel pairs (16-byte gathers), NCHW from
-/// kTensorCoreFiltersDoubleNchwDevice filters up to kTensorCoreReductionEndDoubleNchwDevice.
+/// GPU, double: TensorCoreGemm's DMMA leads, NHWC, from this many filters (or from
+/// kTensorCoreFiltersDoubleNhwcLongDevice filters with kTensorCoreReductionBeginDoubleNhwcDevice
+/// taps) up to this reduction length; NCHW from kTensorCoreFiltersDoubleNchwDevice filters
+/// up to kTensorCoreReductionEndDoubleNchwDevice. 1x1 layers included.
 inline constexpr std::int64_t kTensorCoreFiltersDoubleDevice = 32;
+inline constexpr std::int64_t kTensorCoreFiltersDoubleNhwcLongDevice = 24;
+inline constexpr std::int64_t kTensorCoreReductionBeginDoubleNhwcDevice = 128;
 inline constexpr std::int64_t kTensorCoreReductionEndDoubleDevice = 1152;
 inline constexpr std::int64_t kTensorCoreFiltersDoubleNchwDevice = 64;
 inline constexpr std::int64_t kTensorCoreReductionEndDoubleNchwDevice = 576;
@@ -220,11 +223,12 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
       {"device_double_tensor_cores",
        D,
        [](P pb, C c) {
-         // 1x1 layers are not measured yet: they keep the cuBLAS rules below.
-         if (c.element != ElementKind::Float64 || pb.R * pb.S == 1) return false;
+         if (c.element != ElementKind::Float64) return false;
          const std::int64_t K = reduction_length(pb);
          if (pb.layout == Layout::NHWC)
-           return pb.C % 2 == 0 && pb.M >= kTensorCoreFiltersDoubleDevice &&
+           return (pb.M >= kTensorCoreFiltersDoubleDevice ||
+                   (pb.M >= kTensorCoreFiltersDoubleNhwcLongDevice &&
+                    K >= kTensorCoreReductionBeginDoubleNhwcDevice)) &&
                   K <= kTensorCoreReductionEndDoubleDevice;
          return pb.M >= kTensorCoreFiltersDoubleNchwDevice &&
                 K <= kTensorCoreReductionEndDoubleNchwDevice;
