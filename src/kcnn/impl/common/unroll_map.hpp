@@ -34,9 +34,10 @@
 
 namespace kcnn::Impl {
 
-/// floor(a / b) for b > 0 and a of either sign.
+/// floor(a / b) for b > 0 and a of either sign. b == 1 (unit strides and dilations, most
+/// layers) skips the 64-bit division: host loops call this per tap.
 KOKKOS_INLINE_FUNCTION constexpr std::int64_t floor_div(std::int64_t a, std::int64_t b) {
-  return (a >= 0 ? a : a - (b - 1)) / b;
+  return b == 1 ? a : (a >= 0 ? a : a - (b - 1)) / b;
 }
 
 /// Half-open index range [begin, end); empty when begin >= end.
@@ -279,10 +280,8 @@ struct UnrollMap {
   /// {i in [0, count) : 0 <= i*step + offset < extent}, step > 0.
   KOKKOS_INLINE_FUNCTION static IndexRange valid_outputs(std::int64_t offset, std::int64_t step,
                                                          std::int64_t extent, std::int64_t count) {
-    // Unit steps (most layers) skip the two divisions: host loops call this per tap.
-    std::int64_t lo =
-        step == 1 ? -offset : floor_div(-offset + step - 1, step);  // ceil(-offset / step)
-    std::int64_t hi = (step == 1 ? extent - 1 - offset : floor_div(extent - 1 - offset, step)) + 1;
+    std::int64_t lo = floor_div(-offset + step - 1, step);  // ceil(-offset / step)
+    std::int64_t hi = floor_div(extent - 1 - offset, step) + 1;
     lo = lo < 0 ? 0 : lo;
     hi = hi > count ? count : hi;
     return {lo, hi < lo ? lo : hi};
@@ -317,13 +316,16 @@ struct TapWalker {
     digits.advance();
     k += step;
   }
+  /// The current tap (c, r, s), for k < K.
+  KOKKOS_INLINE_FUNCTION Tap<int> current() const {
+    return L == Layout::NCHW ? Tap<int>{digits.a, digits.b, digits.c}
+                             : Tap<int>{digits.c, digits.a, digits.b};
+  }
   /// The current tap's part of every gather; outside_tap() once k >= K.
   KOKKOS_INLINE_FUNCTION GatherTap tap(const UnrollMap<L>& map, const LogicalStrides& xs,
                                        const LogicalStrides& ws) const {
     if (k >= K) return outside_tap();
-    const Tap<int> t = L == Layout::NCHW ? Tap<int>{digits.a, digits.b, digits.c}
-                                         : Tap<int>{digits.c, digits.a, digits.b};
-    return map.gather_tap_at(t, xs, ws);
+    return map.gather_tap_at(current(), xs, ws);
   }
 };
 

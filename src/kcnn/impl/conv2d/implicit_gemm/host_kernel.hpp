@@ -118,8 +118,7 @@ struct ImplicitGemmHostKernel {
             rows,
             1};
         for (TapWalker<L> taps(op.map, 0, 1, op.K); taps.k < op.K; taps.advance())
-          unroll.unroll_rows(taps.k, Tap<int>{taps.digits.a, taps.digits.b, taps.digits.c},
-                             row_first, row_first + rows, n_first, p_first);
+          unroll.unroll_rows(taps.k, taps.current(), row_first, row_first + rows, n_first, p_first);
         unrolled = true;
       }
     }
