@@ -509,6 +509,13 @@ TEST(AlgoSelect, CheckReportsWorkspaceAndWritesNothing) {
   EXPECT_EQ(check(ConvAlgo::Reference, ypk, pb_pooled),
             static_cast<std::size_t>(pb.output_size()) * sizeof(float));
   EXPECT_EQ(check(ConvAlgo::Tiled, ypk, pb_pooled), 0u);
+  if constexpr (I::has_tensor_cores_v<Space>) {
+    // float under TF32: the weights packed for the MMAs, 7 filters padded to the 64 of
+    // the block tile, 45 taps to 48.
+    Conv2dProblem tf32 = pb;
+    tf32.math = kcnn::MathMode::TF32;
+    EXPECT_EQ(check(ConvAlgo::TensorCoreGemm, yk, tf32), std::size_t(64) * 48 * sizeof(float));
+  }
   const auto y_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y);
   for (std::size_t i = 0; i < y_host.span(); ++i)
     ASSERT_TRUE(std::isnan(y_host.data()[i])) << "a Check wrote y at " << i;

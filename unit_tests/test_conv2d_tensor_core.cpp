@@ -244,6 +244,92 @@ TEST(TapWalker, MatchesTheUnrollMapsTaps) {
       }
 }
 
+/// TensorCoreGemm's packed weights (float): every lane's quad of every MMA k-step holds
+/// the fragment the PTX ISA assigns it (m16n8k8 A: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4),
+/// a3 (g + 8, t + 4)) at the stage taps B's chunks give MMA slots (slot t of k-step ks:
+/// tap 4 t + 2 ks, slot t + 4: tap 4 t + 2 ks + 1), rounded to TF32 under TF32 and as
+/// they are under TF32x3, zeros past M and K; both layouts, on the host.
+TEST(TensorCoreGemm, PackedWeightsHoldTheFragmentsTheMmasRead) {
+  namespace I = kcnn::Impl;
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  using Tile = I::TensorCoreTiles::FloatSmallM;
+  struct Geometry {
+    int M, C, R, S;
+  };
+  for (Layout layout : {Layout::NCHW, Layout::NHWC})
+    for (Geometry g : {Geometry{1, 1, 1, 1}, Geometry{70, 3, 3, 3}, Geometry{17, 5, 1, 7},
+                       Geometry{64, 16, 1, 1}})
+      for (bool round : {true, false}) {
+        I::Conv2dProblem pb{};
+        pb.C = g.C, pb.H = 9, pb.W = 9, pb.R = g.R, pb.S = g.S, pb.M = g.M;
+        pb.P = pb.H - pb.R + 1, pb.Q = pb.W - pb.S + 1;
+        const int K = g.C * g.R * g.S;
+        // w(m, c, r, s) = 1 + m + 2^-12 (c * R * S + r * S + s + 1): not TF32 numbers
+        const I::LogicalStrides ws = layout == Layout::NCHW
+                                         ? I::LogicalStrides{K, g.R * g.S, g.S, 1}
+                                         : I::LogicalStrides{K, 1, g.S * g.C, g.C};
+        auto weight = [&](int m, int c, int r, int s) {
+          return 1.0f + m + std::ldexp(float(c * g.R * g.S + r * g.S + s + 1), -12);
+        };
+        Kokkos::View<float*, Kokkos::HostSpace> w("w", std::size_t(g.M) * K);
+        for (int m = 0; m < g.M; ++m)
+          for (int c = 0; c < g.C; ++c)
+            for (int r = 0; r < g.R; ++r)
+              for (int s = 0; s < g.S; ++s)
+                w(ws.offset(m, c, r, s)) = weight(m, c, r, s);
+        const auto shape = I::TensorCorePackedWeightsShape<Tile>::of(g.M, K);
+        ASSERT_EQ(shape.m_pad, (g.M + 63) / 64 * 64);
+        ASSERT_EQ(shape.steps, (K + 15) / 16);
+        Kokkos::View<float*, Kokkos::HostSpace> packed("packed", shape.elements());
+        auto pack = [&](auto layout_tag, auto round_tag) {
+          constexpr Layout L = decltype(layout_tag)::value;
+          Kokkos::parallel_for(
+              Kokkos::RangePolicy<Host, Kokkos::IndexType<std::int64_t>>(0, shape.elements()),
+              I::PackTensorCoreWeights<L, decltype(round_tag)::value>{
+                  I::UnrollMap<L>::from(pb), w.data(), ws, packed.data(), g.M, K,
+                  shape.m_pad / 16});
+          Kokkos::fence();
+        };
+        auto pack_rounded = [&](auto layout_tag) {
+          if (round) {
+            pack(layout_tag, std::true_type{});
+          } else {
+            pack(layout_tag, std::false_type{});
+          }
+        };
+        if (layout == Layout::NCHW) {
+          pack_rounded(std::integral_constant<Layout, Layout::NCHW>{});
+        } else {
+          pack_rounded(std::integral_constant<Layout, Layout::NHWC>{});
+        }
+        // The GEMM's k order (UnrollMap): NCHW (c, r, s), NHWC (r, s, c), c/s fastest.
+        auto expected = [&](std::int64_t m, std::int64_t k) {
+          if (m >= g.M || k >= K) return 0.0f;
+          int c, r, s;
+          if (layout == Layout::NCHW) {
+            c = int(k / (g.R * g.S)), r = int(k / g.S % g.R), s = int(k % g.S);
+          } else {
+            r = int(k / (g.S * g.C)), s = int(k / g.C % g.S), c = int(k % g.C);
+          }
+          const float v = weight(int(m), c, r, s);
+          return round ? I::tf32_value(I::tf32_round(v)) : v;
+        };
+        std::int64_t i = 0;
+        for (std::int64_t stage = 0; stage < shape.steps; ++stage)
+          for (std::int64_t block = 0; block < shape.m_pad / 16; ++block)
+            for (int ks = 0; ks < 2; ++ks)
+              for (int lane = 0; lane < 32; ++lane)
+                for (int a = 0; a < 4; ++a, ++i) {
+                  const int gr = lane / 4, t = lane % 4;
+                  const int row = gr + (a % 2 == 1 ? 8 : 0), slot = t + (a >= 2 ? 4 : 0);
+                  const int tap = 4 * (slot % 4) + 2 * ks + slot / 4;
+                  ASSERT_EQ(packed(i), expected(16 * block + row, 16 * stage + tap))
+                      << kcnn::to_string(layout) << " M " << g.M << " K " << K << " index " << i;
+                }
+        ASSERT_EQ(i, shape.elements());
+      }
+}
+
 TEST(TensorCoreGemm, CanImplementNamesItsLimits) {
   for (Backend b : backends())
     with_backend(b, [&](const auto& space) {
@@ -254,9 +340,10 @@ TEST(TensorCoreGemm, CanImplementNamesItsLimits) {
       const auto &x = in.x, &w = in.w;
       const auto ye = c.y_extents();
       Tensor4<float, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
-      auto why = [&](MathMode math) {
+      auto why = [&](MathMode math, std::size_t workspace_limit = 0) {
         auto params = c.params();
         params.math = math;
+        params.workspace_limit_bytes = workspace_limit;
         params.algo = ConvAlgo::TensorCoreGemm;
         try {
           kcnn::conv2d_forward(space, x, w, y, params);
@@ -270,6 +357,9 @@ TEST(TensorCoreGemm, CanImplementNamesItsLimits) {
         EXPECT_EQ(why(MathMode::TF32), "");
         EXPECT_EQ(why(MathMode::TF32x3), "");
         EXPECT_NE(why(MathMode::Strict).find("MathMode::TF32"), std::string::npos);
+        // The packed weights take 64 filters x 80 taps x 4 bytes.
+        EXPECT_NE(why(MathMode::TF32, 20479).find("workspace"), std::string::npos);
+        EXPECT_EQ(why(MathMode::TF32, 20480), "");
       } else {
         EXPECT_NE(why(MathMode::TF32).find("tensor cores"), std::string::npos)
             << why(MathMode::TF32);

@@ -66,6 +66,14 @@ KOKKOS_FORCEINLINE_FUNCTION std::uint32_t tf32_round(float x) {
   return bits;
 }
 
+/// The 32-bit pattern of a float that is already a TF32 value (tf32_round'ed earlier),
+/// as mma.sync reads it.
+KOKKOS_FORCEINLINE_FUNCTION std::uint32_t tf32_bits(float x) {
+  std::uint32_t bits;
+  __builtin_memcpy(&bits, &x, sizeof(bits));
+  return bits;
+}
+
 /// The float a TF32 pattern stands for.
 KOKKOS_FORCEINLINE_FUNCTION float tf32_value(std::uint32_t bits) {
   float x;

@@ -69,7 +69,8 @@ struct Conv2dProblem {
   bool has_pool = false;
   Pool2dParams pool;                        ///< validated; pool.layout == layout
   std::int64_t P_pooled = 0, Q_pooled = 0;  ///< y's height, width when has_pool
-  /// Scratch budget of algorithms that need scratch (Im2colGemm): the call's
+  /// Scratch budget of algorithms that need scratch (Im2colGemm's unrolled matrix,
+  /// TensorCoreGemm's packed float weights): the call's
   /// Conv2dParams::workspace_limit_bytes, or the process-wide kcnn::workspace_limit().
   std::size_t workspace_limit_bytes = kDefaultWorkspaceLimit;
 

@@ -20,8 +20,11 @@
 /// 4-byte ones (the first version's per-element loads; SASS, H100).
 ///
 /// Gathers:
-///  - A (w): 16-byte copies along k when w is packed in the GEMM's k order (AVec),
-///    else one element per copy through the thread's tap.
+///  - A (w), float: the weights packed per call in the MMA's fragment order and rounded
+///    (packed_weights.hpp): a stage's tile is one contiguous run, 16-byte copies without
+///    bounds checks, and each lane's fragment of an MMA one 16-byte load.
+///  - A (w), double: 16-byte copies along k when w is packed in the GEMM's k order
+///    (AVec), else one element per copy through the thread's tap.
 ///  - B (x), NHWC: 16-byte copies of a run of channels of one tap when C is a multiple
 ///    of 16 bytes' worth (BVec), else one element per copy; taps along k.
 ///  - B (x), NCHW: one element per copy, a warp copying 8 consecutive pixels x 4 taps:
@@ -40,6 +43,7 @@
 #include "../../common/unroll_map.hpp"
 #include "../../epilogue/bias_activation.hpp"
 #include "../implicit_gemm/operands.hpp"
+#include "packed_weights.hpp"
 #include "tile_shapes.hpp"
 
 namespace kcnn::Impl {
@@ -55,8 +59,13 @@ struct TensorCoreDeviceKernel {
   static constexpr int WM = BM / Tile::WarpsM, WN = BN / Tile::WarpsN;
   static constexpr int MI = WM / Shape::M, NI = WN / Shape::N;  ///< MMAs per warp tile
   static constexpr int kAcc = TensorCoreOp<Math>::accumulators;
-  /// Rows of A a lane loads per MMA: TF32 rows g and g + 8, fp64 row g.
-  static constexpr int a_rows = Shape::M / 8;
+  /// TF32 / TF32x3: A comes packed (PackTensorCoreWeights); fp64 gathers w itself (its
+  /// m8n8k4 fragment is one element per lane and k-step: nothing to reorder or round).
+  static constexpr bool a_packed = Math != TensorCoreMath::F64;
+  /// Packed A: elements of one MMA k-step's fragments of 16 filters (32 lanes x 4).
+  static constexpr int quad_block = 32 * 4;
+  static_assert(!a_packed || (Shape::M == 16 && Shape::K == 8 && chunk == 4),
+                "packed A holds m16n8k8 fragments of 4-byte elements");
   /// k-major copies (A; B in NHWC): `width` elements per copy, each thread at one k
   /// position of rows row0, row0 + rows_step, ...
   template <bool V>
@@ -69,6 +78,9 @@ struct TensorCoreDeviceKernel {
   using ACopy = KMajor<AVec>;
   using BCopy = KMajor<BVec>;
   static constexpr int a_copies = (BM + ACopy::rows_step - 1) / ACopy::rows_step;
+  /// Packed A: 16-byte copies per stage (BM * BK elements), and per thread.
+  static constexpr int a_packed_chunks = BM * BK / chunk;
+  static constexpr int a_packed_copies = (a_packed_chunks + threads - 1) / threads;
   /// NCHW x: warp w copies taps 4 (w % (BK / 4)) + lane / 8 of pixels lane % 8 + 8 i'...
   static constexpr bool b_pixel_major = L == Layout::NCHW;
   static constexpr int tap_groups = BK / 4;                    ///< warps sharing a pixel group
@@ -80,6 +92,7 @@ struct TensorCoreDeviceKernel {
   static_assert(!b_pixel_major || (warps % tap_groups == 0 && BN % pixel_step == 0),
                 "pixel-major gathers: whole pixel groups per warp");
   static_assert(!BVec || L == Layout::NHWC, "16-byte gathers of x need channels contiguous");
+  static_assert(!(a_packed && AVec), "packed A has its own copies");
   /// A thread gathering many pixels reads their gather data from a table in scratch (one
   /// entry per column of the tile) instead of keeping them in registers: eight pixels
   /// held in registers spilled (ptxas, sm_90: 128 registers and 120-200 bytes of spills
@@ -89,6 +102,8 @@ struct TensorCoreDeviceKernel {
 
   ImplicitGemmOperands<L, T> op;
   int m_blocks;  ///< ceil(M / BM): the league walks the M blocks fastest (x reuse in L2)
+  /// Packed A (a_packed): PackTensorCoreWeights' output, m_blocks * BM filters per stage.
+  const T* a_pack = nullptr;
 
   static constexpr std::size_t tile_bytes = sizeof(T) * std::size_t(S) * (BM + BN) * BK;
   static constexpr std::size_t table_bytes = pixels_in_scratch ? BN * sizeof(GatherPixel) : 0;
@@ -128,9 +143,12 @@ struct TensorCoreDeviceKernel {
         pix[i] = op.template gather_pixel<false>(j0 + b_row0 + i * b_row_step);
     }
 
-    // AVec reads w as the row-major M x K matrix it is; otherwise A's copies go through
-    // the thread's tap, which is B's as well when both copy one element at one k.
-    constexpr bool b_shares_a_tap = !AVec && !BVec && !b_pixel_major;
+    // AVec reads w as the row-major M x K matrix it is; otherwise A's copies (unpacked)
+    // go through the thread's tap, which is B's as well when both copy one element at
+    // one k.
+    constexpr bool a_walks = !a_packed && !AVec;
+    constexpr bool b_shares_a_tap = a_walks && !BVec && !b_pixel_major;
+    const std::int64_t a_pack_stage = std::int64_t(m_blocks) * BM * BK;
     TapWalker<L> a_walk(op.map, a_k, BK, op.K);
     TapWalker<L> b_walk(op.map, b_k, BK, op.K);
     const T* const w_rows = op.w + std::int64_t(m0) * op.K;
@@ -141,9 +159,18 @@ struct TensorCoreDeviceKernel {
       if (step < steps) {
         T* const a = a_tiles + issue_buffer * BM * BK;
         T* const b = b_tiles + issue_buffer * BN * BK;
-        const GatherTap a_tap = AVec ? GatherTap{} : a_walk.tap(op.map, op.xs, op.ws);
+        const GatherTap a_tap = a_walks ? a_walk.tap(op.map, op.xs, op.ws) : GatherTap{};
+        if constexpr (a_packed) {
+          const T* const src = a_pack + step * a_pack_stage + std::int64_t(m0) * BK;
+          KCNN_DEVICE_UNROLL
+          for (int i = 0; i < a_packed_copies; ++i) {
+            const int c = (t + i * threads) * chunk;
+            if (a_packed_chunks % threads != 0 && c >= BM * BK) break;
+            scratch_copy_async_16(a + c, src + c, true);
+          }
+        }
         KCNN_DEVICE_UNROLL
-        for (int i = 0; i < a_copies; ++i) {
+        for (int i = 0; i < (a_packed ? 0 : a_copies); ++i) {
           const int row = a_row0 + i * ACopy::rows_step;
           if (BM % ACopy::rows_step != 0 && row >= BM) break;
           const int m = m0 + row;
@@ -172,7 +199,7 @@ struct TensorCoreDeviceKernel {
             scratch_copy_async(b + Tile::offset(row, b_k), src, valid);
           }
         }
-        if constexpr (!AVec) a_walk.advance();
+        if constexpr (a_walks) a_walk.advance();
         if constexpr (!b_shares_a_tap) b_walk.advance();
       }
       scratch_copies_commit();  // also when empty: the group count stays one per stage
@@ -193,7 +220,8 @@ struct TensorCoreDeviceKernel {
     // This lane's chunk of its first A and B rows; its other rows lie 8, 16, ... rows
     // further, whose chunks sit at the same swizzled position (row / 2 % 4 is the same
     // for rows 8 apart), so every fragment load is this offset plus a constant.
-    const int a_lane = Tile::offset(wm0 + g, tig * chunk);
+    // Packed A: the lane's quad of the warp tile's first 16 filters, first k-step.
+    const int a_lane = a_packed ? wm0 * BK + lane * 4 : Tile::offset(wm0 + g, tig * chunk);
     const int b_lane = Tile::offset(wn0 + g, tig * chunk);
 
     KCNN_DEVICE_UNROLL
@@ -221,48 +249,53 @@ struct TensorCoreDeviceKernel {
   }
 
   /// The warp tile's MMAs over one stage (BK taps, two MMA k-steps): a, b point at this
-  /// lane's chunk of its first row (warp tile origin + g) of the stage's A and B tiles.
+  /// lane's data of the stage's A and B tiles: B at its chunk of its first row (warp
+  /// tile origin + g); A likewise (fp64) or at its packed quad of the warp tile's first
+  /// filters (TF32, TF32x3).
   KOKKOS_FORCEINLINE_FUNCTION static void mma_stage(Acc (&acc)[MI][NI][kAcc], const T* a,
                                                     const T* b) {
     static_assert(Shape::M % 8 == 0 && Shape::N % 8 == 0 && WM % 8 == 0 && WN % 8 == 0,
                   "a lane's rows lie a multiple of 8 rows apart (one swizzle position)");
-    Chunk ac[MI][a_rows], bc[NI];
-    KCNN_DEVICE_UNROLL
-    for (int mi = 0; mi < MI; ++mi)
-      KCNN_DEVICE_UNROLL
-    for (int h = 0; h < a_rows; ++h)
-      ac[mi][h] = load_chunk(a, mi * Shape::M + 8 * h);
+    Chunk bc[NI];
     KCNN_DEVICE_UNROLL
     for (int ni = 0; ni < NI; ++ni)
       bc[ni] = load_chunk(b, ni * Shape::N);
 
     if constexpr (Math == TensorCoreMath::F64) {
+      Chunk ac[MI];
+      KCNN_DEVICE_UNROLL
+      for (int mi = 0; mi < MI; ++mi)
+        ac[mi] = load_chunk(a, mi * Shape::M);
       KCNN_DEVICE_UNROLL
       for (int ks = 0; ks < 2; ++ks)
         KCNN_DEVICE_UNROLL
       for (int mi = 0; mi < MI; ++mi)
         KCNN_DEVICE_UNROLL
       for (int ni = 0; ni < NI; ++ni)
-        mma_m8n8k4_f64(acc[mi][ni], ac[mi][0].e[ks], bc[ni].e[ks]);
+        mma_m8n8k4_f64(acc[mi][ni], ac[mi].e[ks], bc[ni].e[ks]);
     } else {
       constexpr bool three = Math == TensorCoreMath::TF32x3;
+      // Packed A: quad (mi, ks) is the fragment {a0, a1, a2, a3} itself, already rounded
+      // under TF32.
+      Chunk aq[MI][2];
+      KCNN_DEVICE_UNROLL
+      for (int mi = 0; mi < MI; ++mi)
+        KCNN_DEVICE_UNROLL
+      for (int ks = 0; ks < 2; ++ks)
+        aq[mi][ks] = *reinterpret_cast<const Chunk*>(a + (mi * 2 + ks) * quad_block);
       KCNN_DEVICE_UNROLL
       for (int ks = 0; ks < 2; ++ks) {
-        // k-step ks: chunk elements 2 ks (slot t) and 2 ks + 1 (slot t + 4).
+        // k-step ks: B chunk elements 2 ks (slot t) and 2 ks + 1 (slot t + 4).
         std::uint32_t a_big[MI][4], b_big[NI][2];
         [[maybe_unused]] std::uint32_t a_small[three ? MI : 1][4], b_small[three ? NI : 1][2];
         KCNN_DEVICE_UNROLL
-        for (int mi = 0; mi < MI; ++mi) {
-          // a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
-          const float v[4] = {ac[mi][0].e[2 * ks], ac[mi][1].e[2 * ks], ac[mi][0].e[2 * ks + 1],
-                              ac[mi][1].e[2 * ks + 1]};
+        for (int mi = 0; mi < MI; ++mi)
           KCNN_DEVICE_UNROLL
-          for (int r = 0; r < 4; ++r) {
-            if constexpr (three) {
-              tf32_split(v[r], a_big[mi][r], a_small[mi][r]);
-            } else {
-              a_big[mi][r] = tf32_round(v[r]);
-            }
+        for (int r = 0; r < 4; ++r) {
+          if constexpr (three) {
+            tf32_split(aq[mi][ks].e[r], a_big[mi][r], a_small[mi][r]);
+          } else {
+            a_big[mi][r] = tf32_bits(aq[mi][ks].e[r]);
           }
         }
         KCNN_DEVICE_UNROLL

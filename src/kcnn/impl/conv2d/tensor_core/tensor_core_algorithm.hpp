@@ -2,7 +2,8 @@
 /// \file impl/conv2d/tensor_core/tensor_core_algorithm.hpp
 /// \brief ConvAlgo::TensorCoreGemm's descriptor: the implicit GEMM on NVIDIA tensor
 ///        cores (sm_80 on): float tensors under MathMode::TF32 / ::TF32x3, double
-///        tensors with IEEE fp64 products (DMMA). Fuses no pooling; no workspace.
+///        tensors with IEEE fp64 products (DMMA). Fuses no pooling; float packs its
+///        weights into the workspace.
 #pragma once
 
 #include <cstddef>
