@@ -34,7 +34,8 @@ std::string math_param_name(const ::testing::TestParamInfo<MathParam>& info) {
 /// Shapes at the tensor-core tiles' edges (float: 64 x 128 or 128 x 64 filters x pixels,
 /// 16 taps a stage; double: 64 x 64, 8 taps a stage; mma K of 8 and 4): partial M,
 /// pixel and K tiles, K not a multiple of the MMA's K, channel counts that break the
-/// 16-byte gathers, one K step.
+/// 16-byte gathers, one K step, K split into slices (tc_k2304 and tc_split_k_*: 2-4
+/// slices on the H100).
 std::vector<ConvCase> tensor_core_edges() {
   return {
       {"tc_m63_j127_k27", 1, 3, 9, 15, 63, 3, 3, 1, 1, 1, 1},
@@ -46,6 +47,10 @@ std::vector<ConvCase> tensor_core_edges() {
       {"tc_m17_k1", 1, 1, 6, 5, 17, 1, 1},
       {"tc_dilated_strided", 2, 8, 23, 19, 40, 3, 3, 2, 3, 2, 2, 2, 2},
       {"tc_k2304", 1, 256, 6, 6, 70, 3, 3, 1, 1, 1, 1},
+      // K split (grids far below the GPU's team slots): slices of uneven length, a
+      // partial last stage, partial M and pixel tiles; 16-byte NHWC gathers.
+      {"tc_split_k_uneven", 2, 130, 5, 7, 33, 3, 3, 1, 1, 1, 1},
+      {"tc_split_k_vec", 1, 128, 4, 5, 40, 3, 3, 1, 1, 1, 1},
   };
 }
 
@@ -285,9 +290,9 @@ TEST(TensorCoreGemm, PackedWeightsHoldTheFragmentsTheMmasRead) {
           constexpr Layout L = decltype(layout_tag)::value;
           Kokkos::parallel_for(
               Kokkos::RangePolicy<Host, Kokkos::IndexType<std::int64_t>>(0, shape.elements()),
-              I::PackTensorCoreWeights<L, decltype(round_tag)::value>{
-                  I::UnrollMap<L>::from(pb), w.data(), ws, packed.data(), g.M, K,
-                  shape.m_pad / 16});
+              I::PackTensorCoreWeights<L, decltype(round_tag)::value>{I::UnrollMap<L>::from(pb),
+                                                                      w.data(), ws, packed.data(),
+                                                                      g.M, K, shape.m_pad / 16});
           Kokkos::fence();
         };
         auto pack_rounded = [&](auto layout_tag) {
@@ -328,6 +333,30 @@ TEST(TensorCoreGemm, PackedWeightsHoldTheFragmentsTheMmasRead) {
                 }
         ASSERT_EQ(i, shape.elements());
       }
+}
+
+/// TensorCoreGemm splits K where its tile grid leaves most of the H100's 264 team slots
+/// (132 multiprocessors x 2) idle, within the workspace budget, and nowhere else.
+TEST(TensorCoreGemm, SplitsKWhereTheTileGridIsSmall) {
+  namespace I = kcnn::Impl;
+  auto slices = [](auto tile, int M, int K, std::int64_t J,
+                   std::size_t budget = std::size_t(1) << 30) {
+    I::ImplicitGemmOperands<Layout::NHWC, float> o{};
+    o.M = M, o.K = K, o.J = J;
+    const auto plan = I::tensor_core_split_plan<decltype(tile)>(o, 132, budget);
+    if (plan.k_slices > 1) {
+      EXPECT_EQ(plan.partial_bytes, std::size_t(plan.k_slices) * sizeof(float) * M * J);
+    }
+    return plan.k_slices;
+  };
+  using Small = I::TensorCoreTiles::FloatSmallM;
+  using Large = I::TensorCoreTiles::FloatLargeM;
+  EXPECT_EQ(slices(Large{}, 512, 4608, 32 * 49), 5);   // 100 tiles
+  EXPECT_EQ(slices(Large{}, 256, 2304, 64 * 196), 2);  // 392 tiles: 1.5 waves
+  EXPECT_EQ(slices(Large{}, 128, 1152, 64 * 784), 1);  // 784 tiles
+  EXPECT_EQ(slices(Small{}, 64, 576, 64 * 3136), 1);
+  EXPECT_EQ(slices(Small{}, 40, 1152, 20), 2);           // tc_split_k_vec: one tile, 72 stages
+  EXPECT_EQ(slices(Large{}, 512, 4608, 32 * 49, 1), 1);  // no room for partial sums
 }
 
 TEST(TensorCoreGemm, CanImplementNamesItsLimits) {

@@ -8,7 +8,9 @@
 /// or, where that is 0, the process-wide limit set here (default 256 MiB).
 /// TensorCoreGemm on float tensors packs the weights in the order its tensor-core
 /// instructions read them (M rounded up to 64 or 128, C*R*S to 16; 4 bytes each: 9.4 MB
-/// for 512 3x3 filters of 512 channels) and refuses a budget below that.
+/// for 512 3x3 filters of 512 channels) and refuses a budget below that; on layers too
+/// small to fill the GPU it splits the reduction into slices whose partial sums (slices x
+/// the output's elements) it keeps there too, where the budget leaves room for them.
 ///
 /// The scratch is cached and reused across calls instead of being allocated per call:
 /// one buffer per execution-space instance (per CUDA stream; one for a host backend),

@@ -30,6 +30,12 @@
 ///  - B (x), NCHW: one element per copy, a warp copying 8 consecutive pixels x 4 taps:
 ///    32-byte runs of x, and 32 distinct banks of scratch (TensorCoreTile's swizzle).
 /// Each thread walks its taps with carries (TapWalker): no division per stage.
+///
+/// Split K (k_slices > 1, for grids too small to fill the GPU: tensor_core_k_slices): the
+/// league holds k_slices copies of the tile grid, each summing its own run of stages;
+/// the teams store their raw sums to partial (TensorCoreSplitK: the layout) and
+/// TensorCoreSplitKReduce adds the slices in order (deterministic), the bias and the
+/// activation.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -47,6 +53,17 @@
 #include "tile_shapes.hpp"
 
 namespace kcnn::Impl {
+
+/// Split K's partial sums: slice s, filter m, column j at offset(s, m, j), ordered as y
+/// is, so that the reduction reads and writes runs: NCHW m-major (runs of j), NHWC
+/// j-major (runs of m).
+template <Layout L>
+struct TensorCoreSplitK {
+  std::int64_t M, J;
+  KOKKOS_INLINE_FUNCTION std::int64_t offset(int s, std::int64_t m, std::int64_t j) const {
+    return L == Layout::NCHW ? (s * M + m) * J + j : (s * J + j) * M + m;
+  }
+};
 
 template <Layout L, class Tile, TensorCoreMath Math, bool AVec, bool BVec, class ExecSpace>
 struct TensorCoreDeviceKernel {
@@ -104,6 +121,10 @@ struct TensorCoreDeviceKernel {
   int m_blocks;  ///< ceil(M / BM): the league walks the M blocks fastest (x reuse in L2)
   /// Packed A (a_packed): PackTensorCoreWeights' output, m_blocks * BM filters per stage.
   const T* a_pack = nullptr;
+  /// K in slices of steps_per_slice stages (k_slices = 1: all stages, y written here).
+  int k_slices = 1;
+  int steps_per_slice = 0;
+  T* partial = nullptr;  ///< split K: the slices' raw sums (TensorCoreSplitK)
 
   static constexpr std::size_t tile_bytes = sizeof(T) * std::size_t(S) * (BM + BN) * BK;
   static constexpr std::size_t table_bytes = pixels_in_scratch ? BN * sizeof(GatherPixel) : 0;
@@ -113,8 +134,11 @@ struct TensorCoreDeviceKernel {
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const int t = team.team_rank();
+    // League rank: ((block * k_slices) + slice) * m_blocks + mb.
     const int mb = team.league_rank() % m_blocks;
-    const std::int64_t block = team.league_rank() / m_blocks;
+    const int tiles = team.league_rank() / m_blocks;
+    const int slice = tiles % k_slices;
+    const std::int64_t block = tiles / k_slices;
     const int m0 = mb * BM;
     const std::int64_t j0 = block * BN;
 
@@ -149,11 +173,15 @@ struct TensorCoreDeviceKernel {
     constexpr bool a_walks = !a_packed && !AVec;
     constexpr bool b_shares_a_tap = a_walks && !BVec && !b_pixel_major;
     const std::int64_t a_pack_stage = std::int64_t(m_blocks) * BM * BK;
-    TapWalker<L> a_walk(op.map, a_k, BK, op.K);
-    TapWalker<L> b_walk(op.map, b_k, BK, op.K);
+    // This team's stages: [first_step, first_step + steps) of all of K's.
+    const int first_step = slice * steps_per_slice;
+    const int all_steps = (op.K + BK - 1) / BK;
+    const int steps =
+        all_steps - first_step < steps_per_slice ? all_steps - first_step : steps_per_slice;
+    TapWalker<L> a_walk(op.map, first_step * BK + a_k, BK, op.K);
+    TapWalker<L> b_walk(op.map, first_step * BK + b_k, BK, op.K);
     const T* const w_rows = op.w + std::int64_t(m0) * op.K;
 
-    const int steps = (op.K + BK - 1) / BK;
     int issue_buffer = 0;  // the buffer of the next stage issued: stage % S, kept by counting
     auto issue = [&](int step) {  // the copies of stage `step` into buffer step % S
       if (step < steps) {
@@ -161,7 +189,7 @@ struct TensorCoreDeviceKernel {
         T* const b = b_tiles + issue_buffer * BN * BK;
         const GatherTap a_tap = a_walks ? a_walk.tap(op.map, op.xs, op.ws) : GatherTap{};
         if constexpr (a_packed) {
-          const T* const src = a_pack + step * a_pack_stage + std::int64_t(m0) * BK;
+          const T* const src = a_pack + (first_step + step) * a_pack_stage + std::int64_t(m0) * BK;
           KCNN_DEVICE_UNROLL
           for (int i = 0; i < a_packed_copies; ++i) {
             const int c = (t + i * threads) * chunk;
@@ -175,7 +203,7 @@ struct TensorCoreDeviceKernel {
           if (BM % ACopy::rows_step != 0 && row >= BM) break;
           const int m = m0 + row;
           if constexpr (AVec) {
-            const int k = step * BK + a_k;
+            const int k = (first_step + step) * BK + a_k;
             const bool valid = m < op.M && k < op.K;
             const T* src = valid ? w_rows + std::int64_t(row) * op.K + k : op.w;
             scratch_copy_async_16(a + Tile::offset(row, a_k), src, valid);
@@ -236,7 +264,11 @@ struct TensorCoreDeviceKernel {
                 b_tiles + read_buffer * BN * BK + b_lane);
       read_buffer = read_buffer + 1 == S ? 0 : read_buffer + 1;
     }
-    epilogue(acc, m0 + wm0 + g, j0 + wn0 + 2 * tig);
+    if (k_slices > 1) {
+      store_partial(acc, slice, m0 + wm0 + g, j0 + wn0 + 2 * tig);
+    } else {
+      epilogue(acc, m0 + wm0 + g, j0 + wn0 + 2 * tig);
+    }
   }
 
   /// The 16-byte chunk of one scratch row a lane loads.
@@ -324,6 +356,27 @@ struct TensorCoreDeviceKernel {
     }
   }
 
+  /// Split K: this lane's raw sums to slice `slice` of partial (same element order as
+  /// epilogue's).
+  KOKKOS_INLINE_FUNCTION void store_partial(Acc (&acc)[MI][NI][kAcc], int slice, int m_lane,
+                                            std::int64_t j_lane) const {
+    const TensorCoreSplitK<L> split{op.M, op.J};
+    KCNN_DEVICE_UNROLL
+    for (int ni = 0; ni < NI; ++ni)
+      KCNN_DEVICE_UNROLL
+    for (int c = 0; c < 2; ++c) {
+      const std::int64_t j = j_lane + ni * Shape::N + c;
+      if (j >= op.J) continue;
+      KCNN_DEVICE_UNROLL
+      for (int mi = 0; mi < MI; ++mi)
+        KCNN_DEVICE_UNROLL
+      for (int h = 0; h < kAcc / 2; ++h) {
+        const int m = m_lane + mi * Shape::M + h * 8;
+        if (m < op.M) partial[split.offset(slice, m, j)] = static_cast<T>(acc[mi][ni][2 * h + c]);
+      }
+    }
+  }
+
   /// bias + activation and the stores of this lane's accumulators: element r of MMA
   /// (mi, ni) is row m_lane + mi * Shape::M + (r / 2) * 8, column j_lane + ni * 8 + r % 2.
   KOKKOS_INLINE_FUNCTION void epilogue(Acc (&acc)[MI][NI][kAcc], int m_lane,
@@ -353,6 +406,29 @@ struct TensorCoreDeviceKernel {
               apply_activation(op.activation, static_cast<T>(acc[mi][ni][2 * h + c]) + bias[mi][h]);
       }
     }
+  }
+};
+
+/// The second pass of a split K: y(m, j) = act(sum over the slices of partial, in slice
+/// order, + bias[m]); one thread per output, in partial's order.
+template <Layout L, class T>
+struct TensorCoreSplitKReduce {
+  ImplicitGemmOperands<L, T> op;
+  const T* partial;
+  int k_slices;
+
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t e) const {
+    const std::int64_t inner = L == Layout::NCHW ? op.J : op.M;
+    const std::int64_t a = e / inner, b = e - a * inner;
+    const std::int64_t m = L == Layout::NCHW ? a : b, j = L == Layout::NCHW ? b : a;
+    const std::int64_t slice_elems = std::int64_t(op.M) * op.J;
+    using Acc = accumulator_t<T>;
+    Acc sum = partial[e];
+    for (int s = 1; s < k_slices; ++s)
+      sum += partial[s * slice_elems + e];
+    const Acc bias = op.bias ? Acc(op.bias[m]) : Acc(0);
+    op.y[op.y_offset(op.pixel(j)) + m * op.ys.c] =
+        static_cast<T>(apply_activation(op.activation, sum + bias));
   }
 };
 

@@ -14,10 +14,12 @@
 #include "../../arch/device_traits.hpp"
 #include "../../arch/mma.hpp"
 #include "../../common/element_traits.hpp"
+#include "../../common/index_math.hpp"
 #include "../../common/problem.hpp"
 #include "../../common/view_checks.hpp"
 #include "../../common/workspace_cache.hpp"
 #include "../implicit_gemm/operands.hpp"
+#include "../implicit_gemm/tile_choice.hpp"
 #include "device_kernel.hpp"
 #include "packed_weights.hpp"
 #include "tile_shapes.hpp"
@@ -50,14 +52,23 @@ TensorCoreVectorGathers tensor_core_vector_gathers(const ImplicitGemmOperands<L,
   return v;
 }
 
+/// What a launch hands the kernel besides the operands: the packed A (float), the split
+/// of K and its partial sums.
+template <class T>
+struct TensorCoreLaunchData {
+  const T* a_pack = nullptr;
+  int k_slices = 1, steps_per_slice = 0;
+  T* partial = nullptr;
+};
+
 template <class Tile, TensorCoreMath Math, bool AVec, bool BVec, Layout L, class ExecSpace, class T>
 void tensor_core_launch_as(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
-                           const T* a_pack, LaunchMode mode) {
+                           const TensorCoreLaunchData<T>& data, LaunchMode mode) {
   using Kernel = TensorCoreDeviceKernel<L, Tile, Math, AVec, BVec, ExecSpace>;
   using Policy = BoundedTeamPolicy<ExecSpace, Tile::threads, Tile::min_teams_per_sm>;
   constexpr const char* op = "kcnn::conv2d_forward";
   const std::int64_t m_blocks = (o.M + Tile::BM - 1) / Tile::BM;
-  const std::int64_t league = m_blocks * ((o.J + Tile::BN - 1) / Tile::BN);
+  const std::int64_t league = m_blocks * ((o.J + Tile::BN - 1) / Tile::BN) * data.k_slices;
   throw_if(league > std::numeric_limits<int>::max(), op, kTensorCoreAlgoName, ": ", league,
            " tiles exceed the launch limit; split the batch");
   throw_if(Kernel::scratch_bytes() > static_cast<std::size_t>(Policy::scratch_size_max(0)), op,
@@ -67,57 +78,92 @@ void tensor_core_launch_as(const ExecSpace& space, const ImplicitGemmOperands<L,
   Policy policy(space, static_cast<int>(league), Tile::threads);
   Kokkos::parallel_for("kcnn::conv2d::tensor_core",
                        policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes())),
-                       Kernel{o, static_cast<int>(m_blocks), a_pack});
+                       Kernel{o, static_cast<int>(m_blocks), data.a_pack, data.k_slices,
+                              data.steps_per_slice, data.partial});
+  if (data.k_slices > 1)
+    Kokkos::parallel_for("kcnn::conv2d::tensor_core_split_k_reduce",
+                         Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(
+                             space, 0, std::int64_t(o.M) * o.J),
+                         TensorCoreSplitKReduce<L, T>{o, data.partial, data.k_slices});
 }
 
-/// double: the gather variants compiled are NHWC both operands 16-byte or neither (a
-/// layer with one but not the other is rare: C odd with K even, or unpacked w); NCHW A
-/// 16-byte or not (B is gathered pixel-major, one element per copy).
-template <class Tile, Layout L, class ExecSpace>
-void tensor_core_launch_double(const ExecSpace& space, const ImplicitGemmOperands<L, double>& o,
-                               TensorCoreVectorGathers vec, LaunchMode mode) {
-  constexpr TensorCoreMath F64 = TensorCoreMath::F64;
-  const double* const no_pack = nullptr;  // fp64 gathers w itself
-  if constexpr (L == Layout::NHWC) {
-    if (vec.a && vec.b)
-      return tensor_core_launch_as<Tile, F64, true, true>(space, o, no_pack, mode);
-  } else {
-    if (vec.a) return tensor_core_launch_as<Tile, F64, true, false>(space, o, no_pack, mode);
+/// The split of K for tile `Tile` (ImplicitGemm's wave-fill rule, implicit_gemm_k_slices:
+/// the slice count whose copies of the tile grid fill the GPU's team slots best; ResNet's
+/// 512-channel 7x7 layer on the H100: 100 tiles of 128 x 64, 5 slices; 256 channels at
+/// 14x14: 392 tiles, 2 slices) within `budget` bytes of partial sums.
+struct TensorCoreSplitPlan {
+  int k_slices = 1, steps_per_slice = 0;
+  std::size_t partial_bytes = 0;
+};
+
+template <class Tile, Layout L, class T>
+TensorCoreSplitPlan tensor_core_split_plan(const ImplicitGemmOperands<L, T>& o,
+                                           std::int64_t multiprocessors, std::size_t budget) {
+  const int wanted = implicit_gemm_k_slices<Tile>(o, multiprocessors, budget);
+  TensorCoreSplitPlan plan;
+  plan.steps_per_slice = implicit_gemm_steps_per_slice<Tile>(o.K, wanted);
+  plan.k_slices = implicit_gemm_nonempty_slices<Tile>(o.K, wanted);
+  if (plan.k_slices > 1)
+    plan.partial_bytes =
+        static_cast<std::size_t>(plan.k_slices) * sizeof(T) * std::size_t(o.M) * std::size_t(o.J);
+  return plan;
+}
+
+/// Tile `Tile` under `Math`: float packs its weights for the MMAs first
+/// (PackTensorCoreWeights, rounded under TF32); K is split where the tile grid is too
+/// small for the GPU. Both live in the instance's cached workspace, [packed A][partial
+/// sums], within `limit` bytes; returns their bytes. The gather variants compiled:
+/// float B 16-byte (NHWC) or not; double NHWC both operands 16-byte or neither (a layer
+/// with one but not the other is rare: C odd with K even, or unpacked w), NCHW A 16-byte
+/// or not (B is gathered pixel-major, one element per copy).
+template <class Tile, TensorCoreMath Math, Layout L, class ExecSpace, class T>
+std::size_t tensor_core_launch_tile(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
+                                    TensorCoreVectorGathers vec, std::size_t limit,
+                                    LaunchMode mode) {
+  constexpr bool packs = Math != TensorCoreMath::F64;
+  std::int64_t pack_elements = 0, pack_blocks = 0;
+  if constexpr (packs) {  // (the packed layout exists for the TF32 tiles only)
+    using Packed = TensorCorePackedWeightsShape<Tile>;
+    const Packed packed = Packed::of(o.M, o.K);
+    pack_elements = packed.elements();
+    pack_blocks = packed.m_pad / Packed::quad_rows;
   }
-  tensor_core_launch_as<Tile, F64, false, false>(space, o, no_pack, mode);
-}
-
-/// float: the weights packed for the MMAs (PackTensorCoreWeights, rounded under TF32)
-/// into the instance's cached workspace, then the kernel, B 16-byte (NHWC) or not.
-/// Returns the workspace bytes (the packed weights), which `limit` bounds.
-template <class Tile, TensorCoreMath Math, Layout L, class ExecSpace>
-std::size_t tensor_core_launch_float_tile(const ExecSpace& space,
-                                          const ImplicitGemmOperands<L, float>& o,
-                                          TensorCoreVectorGathers vec, std::size_t limit,
-                                          LaunchMode mode) {
-  using Packed = TensorCorePackedWeightsShape<Tile>;
-  const Packed packed = Packed::of(o.M, o.K);
-  throw_if(packed.bytes() > limit, "kcnn::conv2d_forward", kTensorCoreAlgoName,
-           ": the weights packed for the tensor cores take ", packed.bytes(),
+  const std::size_t pack_bytes = align_up(static_cast<std::size_t>(pack_elements) * sizeof(T));
+  throw_if(pack_bytes > limit, "kcnn::conv2d_forward", kTensorCoreAlgoName,
+           ": the weights packed for the tensor cores take ", pack_bytes,
            " bytes of workspace, more than the limit of ", limit,
            " (Conv2dParams::workspace_limit_bytes, kcnn::set_workspace_limit)");
-  auto launch = [&](const float* a_pack, LaunchMode m) {
-    if constexpr (L == Layout::NHWC) {
-      if (vec.b) return tensor_core_launch_as<Tile, Math, false, true>(space, o, a_pack, m);
+  const TensorCoreSplitPlan split =
+      tensor_core_split_plan<Tile>(o, multiprocessor_count(space), limit - pack_bytes);
+  const std::size_t bytes = pack_bytes + split.partial_bytes;
+
+  auto launch = [&](const T* a_pack, T* partial, LaunchMode m) {
+    const TensorCoreLaunchData<T> d{a_pack, split.k_slices, split.steps_per_slice, partial};
+    if constexpr (!packs) {
+      if constexpr (L == Layout::NHWC) {
+        if (vec.a && vec.b) return tensor_core_launch_as<Tile, Math, true, true>(space, o, d, m);
+      } else {
+        if (vec.a) return tensor_core_launch_as<Tile, Math, true, false>(space, o, d, m);
+      }
+    } else if constexpr (L == Layout::NHWC) {
+      if (vec.b) return tensor_core_launch_as<Tile, Math, false, true>(space, o, d, m);
     }
-    tensor_core_launch_as<Tile, Math, false, false>(space, o, a_pack, m);
+    tensor_core_launch_as<Tile, Math, false, false>(space, o, d, m);
   };
-  launch(nullptr, LaunchMode::Check);  // every limit before anything is enqueued
-  if (mode == LaunchMode::Check) return packed.bytes();
-  auto lease = WorkspaceCache<ExecSpace>::acquire(space, packed.bytes());
-  float* const a_pack = reinterpret_cast<float*>(lease.data());
-  Kokkos::parallel_for(
-      "kcnn::conv2d::tensor_core::pack_weights",
-      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, packed.elements()),
-      PackTensorCoreWeights<L, Math == TensorCoreMath::TF32>{o.map, o.w, o.ws, a_pack, o.M, o.K,
-                                                             packed.m_pad / Packed::quad_rows});
-  launch(a_pack, mode);
-  return packed.bytes();
+  launch(nullptr, nullptr, LaunchMode::Check);  // every limit before anything is enqueued
+  if (mode == LaunchMode::Check) return bytes;
+  auto lease = WorkspaceCache<ExecSpace>::acquire(space, bytes);
+  T* const a_pack = packs ? reinterpret_cast<T*>(lease.data()) : nullptr;
+  T* const partial = split.k_slices > 1 ? reinterpret_cast<T*>(lease.data() + pack_bytes) : nullptr;
+  if constexpr (packs) {
+    Kokkos::parallel_for(
+        "kcnn::conv2d::tensor_core::pack_weights",
+        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, pack_elements),
+        PackTensorCoreWeights<L, Math == TensorCoreMath::TF32>{o.map, o.w, o.ws, a_pack, o.M, o.K,
+                                                               pack_blocks});
+  }
+  launch(a_pack, partial, mode);
+  return bytes;
 }
 
 template <TensorCoreMath Math, Layout L, class ExecSpace>
@@ -126,10 +172,8 @@ std::size_t tensor_core_launch_float(const ExecSpace& space,
                                      TensorCoreVectorGathers vec, std::size_t limit,
                                      LaunchMode mode) {
   if (o.M <= TensorCoreTiles::FloatSmallM::BM)
-    return tensor_core_launch_float_tile<TensorCoreTiles::FloatSmallM, Math>(space, o, vec, limit,
-                                                                             mode);
-  return tensor_core_launch_float_tile<TensorCoreTiles::FloatLargeM, Math>(space, o, vec, limit,
-                                                                           mode);
+    return tensor_core_launch_tile<TensorCoreTiles::FloatSmallM, Math>(space, o, vec, limit, mode);
+  return tensor_core_launch_tile<TensorCoreTiles::FloatLargeM, Math>(space, o, vec, limit, mode);
 }
 
 /// Runs (or with LaunchMode::Check only plans and checks) ConvAlgo::TensorCoreGemm; `pb`
@@ -137,8 +181,9 @@ std::size_t tensor_core_launch_float(const ExecSpace& space,
 /// fuse one: dispatch pools in a second pass). Needs a CUDA build for a GPU with the
 /// sm_80 tensor cores; float tensors with MathMode::TF32 or ::TF32x3 (Strict float is
 /// the other algorithms' work), double tensors (IEEE fp64 products). Returns the
-/// workspace bytes: float packs its weights (M rounded up to the block tile, K to 16,
-/// 4 bytes each; within pb.workspace_limit_bytes), double needs none.
+/// workspace bytes (within pb.workspace_limit_bytes): float's packed weights (M rounded
+/// up to the block tile, K to 16, 4 bytes each) and, where K is split, the slices'
+/// partial sums (slices x M x N*P*Q elements).
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 std::size_t conv2d_tensor_core(const ExecSpace& space, const XView& x, const WView& w,
                                const BView& bias, const YView& y, const Conv2dProblem& pb,
@@ -159,10 +204,11 @@ std::size_t conv2d_tensor_core(const ExecSpace& space, const XView& x, const WVi
       constexpr Layout L = decltype(layout_tag)::value;
       const auto o = implicit_gemm_operands<L>(x, w, bias, y, pb, kTensorCoreAlgoName);
       const TensorCoreVectorGathers vec = tensor_core_vector_gathers(o, pb);
+      const std::size_t limit = pb.workspace_limit_bytes;
       if constexpr (std::is_same_v<T, double>) {
-        tensor_core_launch_double<TensorCoreTiles::Double>(space, o, vec, mode);
+        workspace = tensor_core_launch_tile<TensorCoreTiles::Double, TensorCoreMath::F64>(
+            space, o, vec, limit, mode);
       } else if constexpr (std::is_same_v<T, float>) {
-        const std::size_t limit = pb.workspace_limit_bytes;
         workspace =
             pb.math == MathMode::TF32x3
                 ? tensor_core_launch_float<TensorCoreMath::TF32x3>(space, o, vec, limit, mode)
