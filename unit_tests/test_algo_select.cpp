@@ -38,6 +38,14 @@ Conv2dProblem problem(int N, int C, int H, int W, int M, int R, int S, int strid
   return pb;
 }
 
+/// The same problem with dilation `d` in both directions.
+Conv2dProblem dilated(Conv2dProblem pb, int d) {
+  pb.dilation_h = pb.dilation_w = d;
+  pb.P = kcnn::Impl::conv_output_extent(pb.H, pb.R, pb.stride_h, pb.pad_h, d);
+  pb.Q = kcnn::Impl::conv_output_extent(pb.W, pb.S, pb.stride_w, pb.pad_w, d);
+  return pb;
+}
+
 /// The same problem with a fused `window` x `window` max pooling at stride `window`.
 Conv2dProblem pooled(Conv2dProblem pb, int window) {
   pb.has_pool = true;
@@ -346,14 +354,23 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
   const Expect host_double[] = {
       {problem(1000, 1, 86, 86, 4, 7, 7), ConvAlgo::Tiled, "host_double_tiny_reduction"},
       {problem(1000, 4, 40, 40, 16, 7, 7), ConvAlgo::ImplicitGemm, "host_double_default"},
-      {problem(1000, 4, 40, 40, 16, 7, 7, 1, 0, Layout::NHWC), ConvAlgo::Tiled,
+      {problem(1000, 4, 40, 40, 16, 7, 7, 1, 0, Layout::NHWC), ConvAlgo::Im2colGemm,
        "host_double_nhwc_short_reduction"},
       {problem(1000, 1, 86, 86, 4, 7, 7, 2, 0, Layout::NHWC), ConvAlgo::Tiled,
-       "host_double_nhwc_short_reduction"},
+       "host_double_nhwc_few_filters"},
       {problem(7, 17, 61, 59, 31, 3, 3, 2, 1, Layout::NHWC), ConvAlgo::Im2colGemm,
        "host_double_nhwc_strided"},
-      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::ImplicitGemm,
+      {problem(7, 3, 127, 131, 29, 5, 5, 1, 2, Layout::NHWC), ConvAlgo::Im2colGemm,
+       "host_double_nhwc_short_reduction"},
+      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Im2colGemm,
+       "host_double_nhwc_short_reduction"},
+      {problem(8, 128, 28, 28, 128, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::ImplicitGemm,
        "host_double_default"},
+      {dilated(problem(7, 13, 47, 53, 23, 3, 3, 1, 2, Layout::NHWC), 2), ConvAlgo::ImplicitGemm,
+       "host_double_default"},
+      {problem(7, 3, 127, 131, 29, 5, 5, 1, 2), ConvAlgo::Im2colGemm,
+       "host_double_nchw_short_reduction"},
+      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1), ConvAlgo::ImplicitGemm, "host_double_default"},
       {problem(8, 256, 56, 56, 64, 1, 1), ConvAlgo::Im2colGemm, "host_pointwise"},
   };
   for (const auto& e : host_double) {

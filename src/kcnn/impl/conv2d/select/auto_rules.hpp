@@ -173,6 +173,16 @@ inline constexpr std::int64_t kShortReductionHost = 256;
 inline constexpr std::int64_t kLongReductionHostAmx = 512;
 /// Host, NHWC, strided or dilated: Tiled leads only for reductions up to this length.
 inline constexpr std::int64_t kTinyReductionHostStrided = 64;
+/// Host, double, NHWC: Tiled's direct kernel leads up to this many filters (LeNet's C1);
+/// with more, the GEMMs do.
+inline constexpr std::int64_t kFewFiltersDoubleHost = 8;
+/// Host, double, NHWC, undilated: below this reduction length the BLAS dgemm on the
+/// unrolled matrix leads; from it, ImplicitGemm's register blocks (ResNet's 128- and
+/// 256-channel layers).
+inline constexpr std::int64_t kLongReductionDoubleNhwcHost = 1024;
+/// Host, double, NCHW at unit stride and dilation: reductions in
+/// (kTinyReductionHostStrided, kShortReductionDoubleNchwHost] go to the BLAS dgemm.
+inline constexpr std::int64_t kShortReductionDoubleNchwHost = 128;
 
 inline bool unit_stride_and_dilation(const Conv2dProblem& pb) {
   return pb.stride_h == 1 && pb.stride_w == 1 && pb.dilation_h == 1 && pb.dilation_w == 1;
@@ -321,11 +331,11 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
                 reduction_length(pb) <= kTinyReductionHostStrided && unit_stride_and_dilation(pb);
        },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
-      {"host_double_nhwc_short_reduction",
+      {"host_double_nhwc_few_filters",
        H,
        [](P pb, C c) {
          return c.element == ElementKind::Float64 && pb.layout == Layout::NHWC &&
-                reduction_length(pb) <= kShortReductionHost &&
+                pb.M <= kFewFiltersDoubleHost && reduction_length(pb) <= kShortReductionHost &&
                 (unit_stride_and_dilation(pb) || reduction_length(pb) <= kTinyReductionHostStrided);
        },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
@@ -334,6 +344,22 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
        [](P pb, C c) {
          return c.element == ElementKind::Float64 && pb.layout == Layout::NHWC &&
                 (pb.stride_h > 1 || pb.stride_w > 1);
+       },
+       {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
+      {"host_double_nhwc_short_reduction",
+       H,
+       [](P pb, C c) {
+         return c.element == ElementKind::Float64 && pb.layout == Layout::NHWC &&
+                pb.dilation_h == 1 && pb.dilation_w == 1 &&
+                reduction_length(pb) < kLongReductionDoubleNhwcHost;
+       },
+       {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
+      {"host_double_nchw_short_reduction",
+       H,
+       [](P pb, C c) {
+         return c.element == ElementKind::Float64 && pb.layout == Layout::NCHW &&
+                unit_stride_and_dilation(pb) && reduction_length(pb) > kTinyReductionHostStrided &&
+                reduction_length(pb) <= kShortReductionDoubleNchwHost;
        },
        {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
       {"host_double_default",
