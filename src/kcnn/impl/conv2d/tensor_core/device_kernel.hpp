@@ -31,7 +31,7 @@
 ///    32-byte runs of x, and 32 distinct banks of scratch (TensorCoreTile's swizzle).
 /// Each thread walks its taps with carries (TapWalker): no division per stage.
 ///
-/// Split K (k_slices > 1, for grids too small to fill the GPU: tensor_core_k_slices): the
+/// Split K (k_slices > 1, for grids too small to fill the GPU: tensor_core_split_plan): the
 /// league holds k_slices copies of the tile grid, each summing its own run of stages;
 /// the teams store their raw sums to partial (TensorCoreSplitK: the layout) and
 /// TensorCoreSplitKReduce adds the slices in order (deterministic), the bias and the
