@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /// \file impl/conv2d/implicit_gemm/device_kernel.hpp
 /// \brief ConvAlgo::ImplicitGemm on GPUs: ImplicitGemmDeviceKernel (block tile per team,
-///        double-buffered gathers, register micro-tiles) and ImplicitGemmSplitKReduce.
+///        double-buffered gathers, register micro-tiles); its split K adds its slices with
+///        SplitKReduce (split_k.hpp).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -20,6 +21,7 @@
 #include "../../epilogue/bias_activation.hpp"
 #include "../../epilogue/pool_window.hpp"
 #include "operands.hpp"
+#include "split_k.hpp"
 
 namespace kcnn::Impl {
 
@@ -65,7 +67,7 @@ KOKKOS_FORCEINLINE_FUNCTION void implicit_gemm_store_run(T* p, std::int64_t stri
 /// SplitK: K is cut into slices, one per copy of the tile grid, for problems with too
 /// few output tiles to fill the GPU (ResNet's 512-channel 7x7 layer: 52 tiles of
 /// 128 x 128 for 132 multiprocessors, with K = 4,608). Each team stores its raw sums
-/// to partial[slice][m][j]; ImplicitGemmSplitKReduce then adds the slices, the bias
+/// to partial[slice][m][j]; SplitKReduce then adds the slices, the bias
 /// and the activation and writes y. (A template parameter too: the other kernels keep
 /// their epilogue and registers.)
 template <Layout L, class Tile, class ExecSpace, class T, bool Pooled, bool SplitK = false>
@@ -242,7 +244,8 @@ struct ImplicitGemmDeviceKernel {
     }
   }
 
-  /// SplitK: the raw sums to partial[slice][m][j] (rows of J, vector runs along j).
+  /// SplitK: the raw sums to partial[slice][m][j] (SplitKPartials<false>: rows of J,
+  /// vector runs along j).
   KOKKOS_INLINE_FUNCTION void store_partial(const Acc (&acc)[TM][TN], int slice, int m_first,
                                             std::int64_t j_first) const {
     if (m_first >= op.M || j_first >= op.J) return;
@@ -251,8 +254,8 @@ struct ImplicitGemmDeviceKernel {
     for (int i = 0; i < TM; ++i)
       if (m_first + i < op.M)
         implicit_gemm_store_run<TN>(
-            partial + (std::int64_t(slice) * op.M + m_first + i) * op.J + j_first, 1, acc[i],
-            j_count);
+            partial + SplitKPartials<false>{op.M, op.J}.offset(slice, m_first + i, j_first), 1,
+            acc[i], j_count);
   }
 
   /// bias + activation, then the stores: per pixel run inside one output row (NCHW,
@@ -298,26 +301,6 @@ struct ImplicitGemmDeviceKernel {
         if (++px.p == op.map.P) px.p = 0, ++px.n;
       }
     }
-  }
-};
-
-/// The second pass of a split K: y(m, j) = act(sum of partial[s][m][j] over the slices
-/// + bias[m]), slices in order (deterministic). One thread per output, j fastest, so
-/// the partial rows are read coalesced.
-template <Layout L, class T>
-struct ImplicitGemmSplitKReduce {
-  ImplicitGemmOperands<L, T> op;
-  const T* partial;
-  int k_slices;
-
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t e) const {
-    const std::int64_t m = e / op.J, j = e - m * op.J;
-    const std::int64_t slice_elems = std::int64_t(op.M) * op.J;
-    T sum = partial[e];
-    for (int s = 1; s < k_slices; ++s)
-      sum += partial[s * slice_elems + e];
-    const T b = op.bias ? op.bias[m] : T(0);
-    op.y[op.y_offset(op.pixel(j)) + m * op.ys.c] = apply_activation(op.activation, sum + b);
   }
 };
 

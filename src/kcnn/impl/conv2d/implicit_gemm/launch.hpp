@@ -61,7 +61,7 @@ void implicit_gemm_device_launch_as(const ExecSpace& space, const ImplicitGemmOp
 }
 
 /// Tile `Tile` with K split into about `k_slices` slices (implicit_gemm_k_slices): the
-/// partial sums in the cached workspace, then ImplicitGemmSplitKReduce.
+/// partial sums in the cached workspace, then SplitKReduce.
 template <class Tile, Layout L, class ExecSpace, class T>
 void implicit_gemm_device_launch_split(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
                                        int k_slices, LaunchMode mode) {
@@ -85,7 +85,7 @@ void implicit_gemm_device_launch_split(const ExecSpace& space, const ImplicitGem
   Kokkos::parallel_for("kcnn::conv2d::implicit_gemm_split_k_reduce",
                        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(
                            space, 0, std::int64_t(o.M) * o.J),
-                       ImplicitGemmSplitKReduce<L, T>{o, partial, k_slices});
+                       SplitKReduce<L, T, false>{o, partial, k_slices});
 }
 
 /// Launches tile `Tile`, with the fused pooling when o.pooling.enabled (only tiles whose

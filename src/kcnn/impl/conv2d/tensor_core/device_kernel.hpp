@@ -33,8 +33,8 @@
 ///
 /// Split K (k_slices > 1, for grids too small to fill the GPU: tensor_core_split_plan): the
 /// league holds k_slices copies of the tile grid, each summing its own run of stages;
-/// the teams store their raw sums to partial (TensorCoreSplitK: the layout) and
-/// TensorCoreSplitKReduce adds the slices in order (deterministic), the bias and the
+/// the teams store their raw sums to partial (SplitKPartials, j-major in NHWC: y's
+/// order) and SplitKReduce adds the slices in order (deterministic), the bias and the
 /// activation.
 #pragma once
 
@@ -49,21 +49,11 @@
 #include "../../common/unroll_map.hpp"
 #include "../../epilogue/bias_activation.hpp"
 #include "../implicit_gemm/operands.hpp"
+#include "../implicit_gemm/split_k.hpp"
 #include "packed_weights.hpp"
 #include "tile_shapes.hpp"
 
 namespace kcnn::Impl {
-
-/// Split K's partial sums: slice s, filter m, column j at offset(s, m, j), ordered as y
-/// is, so that the reduction reads and writes runs: NCHW m-major (runs of j), NHWC
-/// j-major (runs of m).
-template <Layout L>
-struct TensorCoreSplitK {
-  std::int64_t M, J;
-  KOKKOS_INLINE_FUNCTION std::int64_t offset(int s, std::int64_t m, std::int64_t j) const {
-    return L == Layout::NCHW ? (s * M + m) * J + j : (s * J + j) * M + m;
-  }
-};
 
 template <Layout L, class Tile, TensorCoreMath Math, bool AVec, bool BVec, class ExecSpace>
 struct TensorCoreDeviceKernel {
@@ -124,7 +114,10 @@ struct TensorCoreDeviceKernel {
   /// K in slices of steps_per_slice stages (k_slices = 1: all stages, y written here).
   int k_slices = 1;
   int steps_per_slice = 0;
-  T* partial = nullptr;  ///< split K: the slices' raw sums (TensorCoreSplitK)
+  T* partial = nullptr;  ///< split K: the slices' raw sums (Partials)
+  /// Split K's partial sums in y's order: j-major in NHWC.
+  static constexpr bool partial_j_major = L == Layout::NHWC;
+  using Partials = SplitKPartials<partial_j_major>;
 
   static constexpr std::size_t tile_bytes = sizeof(T) * std::size_t(S) * (BM + BN) * BK;
   static constexpr std::size_t table_bytes = pixels_in_scratch ? BN * sizeof(GatherPixel) : 0;
@@ -356,29 +349,42 @@ struct TensorCoreDeviceKernel {
     }
   }
 
-  /// Split K: this lane's raw sums to slice `slice` of partial (same element order as
-  /// epilogue's).
-  KOKKOS_INLINE_FUNCTION void store_partial(Acc (&acc)[MI][NI][kAcc], int slice, int m_lane,
-                                            std::int64_t j_lane) const {
-    const TensorCoreSplitK<L> split{op.M, op.J};
+  /// For each of this lane's accumulators inside the output: at(col, mi, ni, h, c, m)
+  /// with col = column(j). Element 2 h + c of MMA (mi, ni) is filter m = m_lane +
+  /// mi * Shape::M + 8 h, column j = j_lane + ni * Shape::N + c; column(j) runs once per
+  /// column, so its pixel address work stays out of the filter loop.
+  template <class Column, class At>
+  KOKKOS_FORCEINLINE_FUNCTION void for_each_lane_output(int m_lane, std::int64_t j_lane,
+                                                        const Column& column, const At& at) const {
     KCNN_DEVICE_UNROLL
     for (int ni = 0; ni < NI; ++ni)
       KCNN_DEVICE_UNROLL
     for (int c = 0; c < 2; ++c) {
       const std::int64_t j = j_lane + ni * Shape::N + c;
       if (j >= op.J) continue;
+      const auto col = column(j);
       KCNN_DEVICE_UNROLL
       for (int mi = 0; mi < MI; ++mi)
         KCNN_DEVICE_UNROLL
       for (int h = 0; h < kAcc / 2; ++h) {
         const int m = m_lane + mi * Shape::M + h * 8;
-        if (m < op.M) partial[split.offset(slice, m, j)] = static_cast<T>(acc[mi][ni][2 * h + c]);
+        if (m < op.M) at(col, mi, ni, h, c, m);
       }
     }
   }
 
-  /// bias + activation and the stores of this lane's accumulators: element r of MMA
-  /// (mi, ni) is row m_lane + mi * Shape::M + (r / 2) * 8, column j_lane + ni * 8 + r % 2.
+  /// Split K: this lane's raw sums to slice `slice` of partial.
+  KOKKOS_INLINE_FUNCTION void store_partial(Acc (&acc)[MI][NI][kAcc], int slice, int m_lane,
+                                            std::int64_t j_lane) const {
+    const Partials split{op.M, op.J};
+    for_each_lane_output(
+        m_lane, j_lane, [](std::int64_t j) { return j; },
+        [&](std::int64_t j, int mi, int ni, int h, int c, int m) {
+          partial[split.offset(slice, m, j)] = static_cast<T>(acc[mi][ni][2 * h + c]);
+        });
+  }
+
+  /// bias + activation and the stores of this lane's accumulators.
   KOKKOS_INLINE_FUNCTION void epilogue(Acc (&acc)[MI][NI][kAcc], int m_lane,
                                        std::int64_t j_lane) const {
     T bias[MI][kAcc / 2];
@@ -389,46 +395,12 @@ struct TensorCoreDeviceKernel {
       const int m = m_lane + mi * Shape::M + h * 8;
       bias[mi][h] = op.bias && m < op.M ? op.bias[m] : T(0);
     }
-    KCNN_DEVICE_UNROLL
-    for (int ni = 0; ni < NI; ++ni)
-      KCNN_DEVICE_UNROLL
-    for (int c = 0; c < 2; ++c) {
-      const std::int64_t j = j_lane + ni * Shape::N + c;
-      if (j >= op.J) continue;
-      T* const y_pixel = op.y + op.y_offset(op.pixel(j));
-      KCNN_DEVICE_UNROLL
-      for (int mi = 0; mi < MI; ++mi)
-        KCNN_DEVICE_UNROLL
-      for (int h = 0; h < kAcc / 2; ++h) {
-        const int m = m_lane + mi * Shape::M + h * 8;
-        if (m < op.M)
+    for_each_lane_output(
+        m_lane, j_lane, [&](std::int64_t j) { return op.y + op.y_offset(op.pixel(j)); },
+        [&](T* y_pixel, int mi, int ni, int h, int c, int m) {
           y_pixel[std::int64_t(m) * op.ys.c] =
               apply_activation(op.activation, static_cast<T>(acc[mi][ni][2 * h + c]) + bias[mi][h]);
-      }
-    }
-  }
-};
-
-/// The second pass of a split K: y(m, j) = act(sum over the slices of partial, in slice
-/// order, + bias[m]); one thread per output, in partial's order.
-template <Layout L, class T>
-struct TensorCoreSplitKReduce {
-  ImplicitGemmOperands<L, T> op;
-  const T* partial;
-  int k_slices;
-
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t e) const {
-    const std::int64_t inner = L == Layout::NCHW ? op.J : op.M;
-    const std::int64_t a = e / inner, b = e - a * inner;
-    const std::int64_t m = L == Layout::NCHW ? a : b, j = L == Layout::NCHW ? b : a;
-    const std::int64_t slice_elems = std::int64_t(op.M) * op.J;
-    using Acc = accumulator_t<T>;
-    Acc sum = partial[e];
-    for (int s = 1; s < k_slices; ++s)
-      sum += partial[s * slice_elems + e];
-    const Acc bias = op.bias ? Acc(op.bias[m]) : Acc(0);
-    op.y[op.y_offset(op.pixel(j)) + m * op.ys.c] =
-        static_cast<T>(apply_activation(op.activation, sum + bias));
+        });
   }
 };
 

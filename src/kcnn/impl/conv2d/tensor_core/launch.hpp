@@ -81,10 +81,11 @@ void tensor_core_launch_as(const ExecSpace& space, const ImplicitGemmOperands<L,
                        Kernel{o, static_cast<int>(m_blocks), data.a_pack, data.k_slices,
                               data.steps_per_slice, data.partial});
   if (data.k_slices > 1)
-    Kokkos::parallel_for("kcnn::conv2d::tensor_core_split_k_reduce",
-                         Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(
-                             space, 0, std::int64_t(o.M) * o.J),
-                         TensorCoreSplitKReduce<L, T>{o, data.partial, data.k_slices});
+    Kokkos::parallel_for(
+        "kcnn::conv2d::tensor_core_split_k_reduce",
+        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0,
+                                                                        std::int64_t(o.M) * o.J),
+        SplitKReduce<L, T, Kernel::partial_j_major>{o, data.partial, data.k_slices});
 }
 
 /// The split of K for tile `Tile` (ImplicitGemm's wave-fill rule, implicit_gemm_k_slices:
