@@ -318,6 +318,14 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
     ConvAlgo algo;
     std::string rule;
   };
+  // Each problem's pick and the rule that made it, for double on `target`.
+  auto expect_rules = [&](const auto& table, Target target) {
+    for (const Expect& e : table) {
+      const auto choice = select_for(e.pb, target, kEverything, HostIsa::Generic, f64);
+      EXPECT_EQ(choice.algo, e.algo) << "rule " << choice.reason << ", expected " << e.rule;
+      EXPECT_EQ(std::string(choice.reason), e.rule);
+    }
+  };
   const Expect device_double[] = {
       {problem(10000, 1, 86, 86, 4, 7, 7), ConvAlgo::Tiled, "device_double_few_filters"},
       {problem(10000, 4, 40, 40, 16, 7, 7, 2), ConvAlgo::Tiled, "device_double_few_filters"},
@@ -340,16 +348,13 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
        "device_double_tensor_cores"},
       {problem(61, 3, 127, 131, 29, 5, 5, 1, 2, Layout::NHWC), ConvAlgo::ImplicitGemm,
        "device_double_default"},
-      {problem(61, 13, 47, 53, 23, 3, 3, 1, 2), ConvAlgo::Tiled, "device_double_nchw_direct"},
-      {problem(61, 13, 47, 53, 23, 3, 3, 1, 2, Layout::NHWC), ConvAlgo::ImplicitGemm,
+      {dilated(problem(61, 13, 47, 53, 23, 3, 3, 1, 2), 2), ConvAlgo::Tiled,
+       "device_double_nchw_direct"},
+      {dilated(problem(61, 13, 47, 53, 23, 3, 3, 1, 2, Layout::NHWC), 2), ConvAlgo::ImplicitGemm,
        "device_double_default"},
       {problem(61, 17, 61, 59, 31, 3, 3, 2, 1), ConvAlgo::ImplicitGemm, "device_double_default"},
   };
-  for (const auto& e : device_double) {
-    const auto choice = select_for(e.pb, Target::Device, kEverything, HostIsa::Generic, f64);
-    EXPECT_EQ(choice.algo, e.algo) << "rule " << choice.reason << ", expected " << e.rule;
-    EXPECT_EQ(std::string(choice.reason), e.rule);
-  }
+  expect_rules(device_double, Target::Device);
   // double on CPUs.
   const Expect host_double[] = {
       {problem(1000, 1, 86, 86, 4, 7, 7), ConvAlgo::Tiled, "host_double_tiny_reduction"},
@@ -373,11 +378,7 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
       {problem(8, 64, 56, 56, 64, 3, 3, 1, 1), ConvAlgo::ImplicitGemm, "host_double_default"},
       {problem(8, 256, 56, 56, 64, 1, 1), ConvAlgo::Im2colGemm, "host_pointwise"},
   };
-  for (const auto& e : host_double) {
-    const auto choice = select_for(e.pb, Target::Host, kEverything, HostIsa::Generic, f64);
-    EXPECT_EQ(choice.algo, e.algo) << "rule " << choice.reason << ", expected " << e.rule;
-    EXPECT_EQ(std::string(choice.reason), e.rule);
-  }
+  expect_rules(host_double, Target::Host);
   // ResNet's NCHW 3x3 layer on a CPU: the BLAS on AVX-512 + AMX builds (Intel Xeon),
   // ImplicitGemm on the others (AMD Zen 4's AVX-512, AVX2).
   const auto resnet = problem(8, 64, 56, 56, 64, 3, 3, 1, 1);
