@@ -329,6 +329,12 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
   const Expect device_double[] = {
       {problem(10000, 1, 86, 86, 4, 7, 7), ConvAlgo::Tiled, "device_double_few_filters"},
       {problem(10000, 4, 40, 40, 16, 7, 7, 2), ConvAlgo::Tiled, "device_double_few_filters"},
+      {problem(10000, 1, 86, 86, 4, 7, 7, 2, 0, Layout::NHWC), ConvAlgo::Tiled,
+       "device_double_few_filters"},
+      {problem(10000, 4, 40, 40, 16, 7, 7, 1, 0, Layout::NHWC), ConvAlgo::Tiled,
+       "device_double_few_filters"},
+      {problem(10000, 4, 40, 40, 16, 7, 7, 2, 0, Layout::NHWC), ConvAlgo::TensorCoreGemm,
+       "device_double_tensor_cores"},
       {problem(64, 64, 56, 56, 64, 3, 3, 1, 1), ConvAlgo::TensorCoreGemm,
        "device_double_tensor_cores"},
       {problem(64, 128, 28, 28, 128, 3, 3, 1, 1), ConvAlgo::Im2colGemm, "device_double_wide_gemm"},
@@ -350,8 +356,8 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
        "device_double_default"},
       {dilated(problem(61, 13, 47, 53, 23, 3, 3, 1, 2), 2), ConvAlgo::Tiled,
        "device_double_nchw_direct"},
-      {dilated(problem(61, 13, 47, 53, 23, 3, 3, 1, 2, Layout::NHWC), 2), ConvAlgo::ImplicitGemm,
-       "device_double_default"},
+      {dilated(problem(61, 13, 47, 53, 23, 3, 3, 1, 2, Layout::NHWC), 2), ConvAlgo::TensorCoreGemm,
+       "device_double_tensor_cores"},
       {problem(61, 17, 61, 59, 31, 3, 3, 2, 1), ConvAlgo::ImplicitGemm, "device_double_default"},
   };
   expect_rules(device_double, Target::Device);

