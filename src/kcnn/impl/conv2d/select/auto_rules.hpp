@@ -186,6 +186,11 @@ inline constexpr std::int64_t kLongReductionDoubleNhwcHost = 1024;
 /// (kTinyReductionHostStrided, kShortReductionDoubleNchwHost] go to the BLAS dgemm.
 inline constexpr std::int64_t kShortReductionDoubleNchwHost = 128;
 
+/// A stride above 1 in either direction.
+inline bool is_strided(const Conv2dProblem& pb) {
+  return pb.stride_h > 1 || pb.stride_w > 1;
+}
+
 inline bool unit_stride_and_dilation(const Conv2dProblem& pb) {
   return pb.stride_h == 1 && pb.stride_w == 1 && pb.dilation_h == 1 && pb.dilation_w == 1;
 }
@@ -229,8 +234,7 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
       {"device_double_few_filters",
        D,
        [](P pb, C c) {
-         const bool nhwc_strided =
-             pb.layout == Layout::NHWC && (pb.stride_h > 1 || pb.stride_w > 1);
+         const bool nhwc_strided = pb.layout == Layout::NHWC && is_strided(pb);
          return c.element == ElementKind::Float64 &&
                 pb.M <=
                     (nhwc_strided ? kFewFiltersDoubleNhwcStridedDevice : kFewFiltersDoubleDevice);
@@ -264,8 +268,7 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
       {"device_double_nchw_direct",
        D,
        [](P pb, C c) {
-         return c.element == ElementKind::Float64 && pb.layout == Layout::NCHW &&
-                pb.stride_h == 1 && pb.stride_w == 1;
+         return c.element == ElementKind::Float64 && pb.layout == Layout::NCHW && !is_strided(pb);
        },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
       {"device_double_default",
@@ -347,8 +350,7 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
       {"host_double_nhwc_strided",
        H,
        [](P pb, C c) {
-         return c.element == ElementKind::Float64 && pb.layout == Layout::NHWC &&
-                (pb.stride_h > 1 || pb.stride_w > 1);
+         return c.element == ElementKind::Float64 && pb.layout == Layout::NHWC && is_strided(pb);
        },
        {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
       {"host_double_nhwc_short_reduction",

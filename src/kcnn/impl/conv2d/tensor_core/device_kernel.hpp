@@ -295,7 +295,8 @@ struct TensorCoreDeviceKernel {
         // The stage's two m8n8k4 k-steps of m8 tiles mi and mi + 1 as one m16n8k8: k-step
         // ks's tap t is element ks of lane t's chunk, so tap t of the k8 step is element 0
         // and tap t + 4 element 1, in A and B alike (mma_m16n8k8_f64). H100, ResNet 3x3
-        // NHWC: 0.606 / 0.581 / 0.588 / 0.332 ms -> 0.500 / 0.454 / 0.431 / 0.248.
+        // NHWC (two calls): 0.606 / 0.581 / 0.588 / 0.332 ms -> 0.500 / 0.454 / 0.431 /
+        // 0.248.
         static_assert(MI % 2 == 0, "m8 tiles in pairs");
         KCNN_DEVICE_UNROLL
         for (int mi = 0; mi < MI; mi += 2)
