@@ -25,6 +25,7 @@
 #include <type_traits>
 
 #include "../arch/device_traits.hpp"
+#include "../arch/macros.hpp"
 #include "../common/host_loops.hpp"
 #include "../common/index_math.hpp"
 #include "../common/tensor_access.hpp"
@@ -150,8 +151,9 @@ struct Im2colNchwHost {
   /// work item without its divisions, for callers that carry the tap and the row (the
   /// ImplicitGemm host kernel unrolls every tap of one pixel range).
   template <class I>
-  void unroll_rows(const std::int64_t k, const Tap<I>& tap, const std::int64_t g_begin,
-                   const std::int64_t g_end, std::int64_t n, std::int64_t p) const {
+  KCNN_HOST_FORCEINLINE void unroll_rows(const std::int64_t k, const Tap<I>& tap,
+                                         const std::int64_t g_begin, const std::int64_t g_end,
+                                         std::int64_t n, std::int64_t p) const {
     const std::int64_t dh = map.row_offset(tap.r), dw = map.col_offset(tap.s);
     const IndexRange valid = map.valid_q(tap.s);
     const std::int64_t step = map.stride_w * xs.w, Q = map.Q;
