@@ -257,7 +257,7 @@ TEST(TapWalker, MatchesTheUnrollMapsTaps) {
 TEST(TensorCoreGemm, PackedWeightsHoldTheFragmentsTheMmasRead) {
   namespace I = kcnn::Impl;
   using Host = Kokkos::DefaultHostExecutionSpace;
-  using Tile = I::TensorCoreTiles::FloatSmallM;
+  using Tile = I::TensorCoreTiles::FloatNhwcSmallM;
   struct Geometry {
     int M, C, R, S;
   };
@@ -349,14 +349,90 @@ TEST(TensorCoreGemm, SplitsKWhereTheTileGridIsSmall) {
     }
     return plan.k_slices;
   };
-  using Small = I::TensorCoreTiles::FloatSmallM;
-  using Large = I::TensorCoreTiles::FloatLargeM;
+  using Small = I::TensorCoreTiles::FloatNhwcSmallM;
+  using Large = I::TensorCoreTiles::FloatNhwcLargeM;
   EXPECT_EQ(slices(Large{}, 512, 4608, 32 * 49), 5);   // 100 tiles
   EXPECT_EQ(slices(Large{}, 256, 2304, 64 * 196), 2);  // 392 tiles: 1.5 waves
   EXPECT_EQ(slices(Large{}, 128, 1152, 64 * 784), 1);  // 784 tiles
   EXPECT_EQ(slices(Small{}, 64, 576, 64 * 3136), 1);
   EXPECT_EQ(slices(Small{}, 40, 1152, 20), 2);           // tc_split_k_vec: one tile, 72 stages
   EXPECT_EQ(slices(Large{}, 512, 4608, 32 * 49, 1), 1);  // no room for partial sums
+}
+
+/// The kernels launched while it lives, by name (Kokkos Tools' parallel_for callback).
+class LaunchedKernels {
+ public:
+  LaunchedKernels() {
+    names().clear();
+    Kokkos::Tools::Experimental::set_begin_parallel_for_callback(
+        [](const char* name, std::uint32_t, std::uint64_t*) { names().emplace_back(name); });
+  }
+  ~LaunchedKernels() { Kokkos::Tools::Experimental::set_begin_parallel_for_callback(nullptr); }
+  LaunchedKernels(const LaunchedKernels&) = delete;
+  LaunchedKernels& operator=(const LaunchedKernels&) = delete;
+  bool saw(const std::string& name) const {
+    return std::find(names().begin(), names().end(), name) != names().end();
+  }
+
+ private:
+  static std::vector<std::string>& names() {
+    static std::vector<std::string> launched;
+    return launched;
+  }
+};
+
+/// NCHW problems with R*S > 1 and C a multiple of a 16-byte vector run on the NHWC kernel
+/// with x (and double's w) copied channels-last where the copies fit the workspace limit,
+/// and on the NCHW kernel where they do not (one byte short); the others always on the
+/// NCHW kernel. All match the double reference: float under TF32 and TF32x3, double, on
+/// the tile edges (odd channel counts, 1x1, dilation and stride, K split into slices) and
+/// prime extents.
+TEST(TensorCoreGemm, NchwRunsChannelsLastWhereTheWorkspaceAllows) {
+  namespace I = kcnn::Impl;
+  if (!backend_has_tensor_cores(Backend::Default)) GTEST_SKIP() << "no tensor cores";
+  with_backend(Backend::Default, [&](const auto& space) {
+    using Space = std::decay_t<decltype(space)>;
+    auto run = [&](const auto& x, const auto& w, const auto& bias, const auto& y,
+                   const kcnn::Conv2dParams& params) {
+      kcnn::conv2d_forward(space, x, w, bias, y, params);
+    };
+    std::vector<ConvCase> shapes = tensor_core_edges();
+    shapes.push_back({"prime_padded", 3, 5, 13, 11, 7, 3, 3, 1, 1, 1, 1});
+    auto check = [&](auto scalar_tag, ConvCase c) {
+      using T = decltype(scalar_tag);
+      c.layout = Layout::NCHW, c.bias = true, c.activation = Activation::ReLU;
+      const std::int64_t K = std::int64_t(c.C) * c.R * c.S;
+      I::ChannelsLastStaging<T> staging;
+      staging.N = c.N, staging.C = c.C, staging.H = c.H, staging.W = c.W;
+      staging.M = c.M, staging.R = c.R, staging.S = c.S;
+      staging.copy_w = std::is_same_v<T, double>;
+      constexpr I::TensorCoreMath packing =
+          std::is_same_v<T, double> ? I::TensorCoreMath::F64 : I::TensorCoreMath::TF32;
+      const std::size_t pack = I::with_tensor_core_tile<T, Layout::NHWC>(c.M, [&](auto tile) {
+        return I::tensor_core_pack_bytes<decltype(tile), packing>(c.M, K);
+      });
+      const bool stages = c.R * c.S > 1 && c.C % kcnn::Impl::vector_elements_v<T> == 0;
+      for (bool room : {true, false}) {
+        SCOPED_TRACE(c.name + (room ? " with room" : " without room") + " for the copy");
+        c.workspace_limit_bytes = room ? 0 : staging.bytes() + pack - 1;
+        const LaunchedKernels launched;
+        check_forward_with<T>(space, c, ConvAlgo::TensorCoreGemm, run);
+        EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core::x_channels_last"), room && stages);
+        EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core::w_channels_last"),
+                  (room && stages && std::is_same_v<T, double>));
+      }
+    };
+    if constexpr (I::has_tensor_cores_v<Space>) {
+      for (ConvCase c : shapes) {
+        for (MathMode math : {MathMode::TF32, MathMode::TF32x3}) {
+          c.math = math;
+          check(float{}, c);
+        }
+        c.math = MathMode::Strict;
+        check(double{}, c);
+      }
+    }
+  });
 }
 
 TEST(TensorCoreGemm, CanImplementNamesItsLimits) {

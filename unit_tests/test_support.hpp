@@ -33,9 +33,11 @@ struct ConvCase {
   kcnn::Activation activation = kcnn::Activation::Identity;
   bool bias = false;
   kcnn::MathMode math = kcnn::MathMode::Strict;  ///< for float; double cases run Strict
+  std::size_t workspace_limit_bytes = 0;         ///< 0: kcnn::workspace_limit()
 
   kcnn::Conv2dParams params() const {
     kcnn::Conv2dParams p;
+    p.workspace_limit_bytes = workspace_limit_bytes;
     p.stride_h = stride_h, p.stride_w = stride_w, p.pad_h = pad_h, p.pad_w = pad_w;
     p.dilation_h = dilation_h, p.dilation_w = dilation_w;
     p.layout = layout, p.activation = activation;

@@ -87,6 +87,11 @@ constexpr void static_check_conv2d_views() {
 /// CUDA builds for sm_80 or newer): float tensors with params.math = MathMode::TF32 or
 /// ::TF32x3, double tensors with IEEE fp64 products (DMMA). It fuses no pooling (a
 /// second pass pools) and throws kcnn::Error on host backends and for Strict float.
+/// NCHW calls first copy x (and double w) channels-last into the cached workspace and
+/// run the NHWC kernel, whose gathers move 16 bytes at a time, when the copies fit the
+/// budget (Conv2dParams::workspace_limit_bytes, else kcnn::workspace_limit()); otherwise
+/// they run the NCHW kernel on x as it is. y is written in place either way, and the
+/// results are the same up to the order of the sums.
 ///
 /// params.math (MathMode) is the precision the call may give up: TF32 and TF32x3 need
 /// float tensors (double tensors with them throw kcnn::Error); the algorithms without

@@ -20,6 +20,7 @@
 #include "../../common/workspace_cache.hpp"
 #include "../implicit_gemm/operands.hpp"
 #include "../implicit_gemm/tile_choice.hpp"
+#include "channels_last.hpp"
 #include "device_kernel.hpp"
 #include "packed_weights.hpp"
 #include "tile_shapes.hpp"
@@ -59,6 +60,82 @@ struct TensorCoreLaunchData {
   const T* a_pack = nullptr;
   int k_slices = 1, steps_per_slice = 0;
   T* partial = nullptr;
+};
+
+/// An NCHW problem staged channels-last (channels_last.hpp): its NCHW x and w, and the
+/// copies, which take the front of the workspace.
+template <class T>
+struct ChannelsLastStaging {
+  const T* x = nullptr;
+  LogicalStrides xs;
+  const T* w = nullptr;
+  LogicalStrides ws;
+  std::int64_t N = 0, C = 0, H = 0, W = 0, M = 0, R = 0, S = 0;
+  bool copy_w = false;  ///< double: w reordered too, for the 16-byte A copies
+
+  std::size_t x_bytes() const { return align_up(sizeof(T) * std::size_t(N * C * H * W)); }
+  std::size_t w_bytes() const {
+    return copy_w ? align_up(sizeof(T) * std::size_t(M * C * R * S)) : 0;
+  }
+  std::size_t bytes() const { return x_bytes() + w_bytes(); }
+  /// Whether the x copy's team count fits a launch.
+  bool fits_launch() const {
+    constexpr std::int64_t tile = ChannelsLastCopy<T, Kokkos::DefaultHostExecutionSpace>::tile;
+    return N * ((C + tile - 1) / tile) * ((H * W + tile - 1) / tile) <=
+           std::numeric_limits<int>::max();
+  }
+
+  /// The NHWC kernel's operands for NCHW operands `o`: x (and w if copied) are set by run.
+  ImplicitGemmOperands<Layout::NHWC, T> operands(const ImplicitGemmOperands<Layout::NCHW, T>& o,
+                                                 const Conv2dProblem& pb) const {
+    ImplicitGemmOperands<Layout::NHWC, T> s{};
+    s.map = UnrollMap<Layout::NHWC>::from(pb);
+    s.xs = {H * W * C, 1, W * C, C};
+    s.w = o.w;
+    s.ws = copy_w ? LogicalStrides{C * R * S, 1, S * C, C} : o.ws;
+    s.bias = o.bias;
+    s.y = o.y;
+    s.ys = o.ys;
+    s.M = o.M, s.K = o.K, s.J = o.J;
+    s.activation = o.activation;
+    s.unpadded = o.unpadded;
+    s.x_fits_int = N * C * H * W <= std::numeric_limits<int>::max();
+    s.pooling = o.pooling;
+    s.j_fits_int = o.j_fits_int;
+    return s;
+  }
+
+  /// Enqueues the copies into `base` (bytes() bytes) and points o's x (and w) at them.
+  template <class ExecSpace>
+  void run(const ExecSpace& space, unsigned char* base,
+           ImplicitGemmOperands<Layout::NHWC, T>& o) const {
+    using Copy = ChannelsLastCopy<T, ExecSpace>;
+    T* const x_copy = reinterpret_cast<T*>(base);
+    const std::int64_t HW = H * W;
+    // (fits: the caller checked N * teams_per_image() against the launch limit, fits_launch)
+    const Copy copy{x,
+                    xs,
+                    x_copy,
+                    C,
+                    H,
+                    W,
+                    (C + Copy::tile - 1) / Copy::tile,
+                    (HW + Copy::tile - 1) / Copy::tile};
+    Kokkos::parallel_for("kcnn::conv2d::tensor_core::x_channels_last",
+                         Kokkos::TeamPolicy<ExecSpace>(
+                             space, static_cast<int>(N * copy.teams_per_image()), Copy::threads)
+                             .set_scratch_size(0, Kokkos::PerTeam(Copy::scratch_bytes())),
+                         copy);
+    o.x = x_copy;
+    if (copy_w) {
+      T* const w_copy = reinterpret_cast<T*>(base + x_bytes());
+      Kokkos::parallel_for(
+          "kcnn::conv2d::tensor_core::w_channels_last",
+          Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, M * C * R * S),
+          ChannelsLastWeights<T>{w, ws, w_copy, C, R, S});
+      o.w = w_copy;
+    }
+  }
 };
 
 template <class Tile, TensorCoreMath Math, bool AVec, bool BVec, Layout L, class ExecSpace, class T>
@@ -110,17 +187,30 @@ TensorCoreSplitPlan tensor_core_split_plan(const ImplicitGemmOperands<L, T>& o,
   return plan;
 }
 
+/// The workspace bytes of tile `Tile`'s packed weights (float; none for double).
+template <class Tile, TensorCoreMath Math>
+std::size_t tensor_core_pack_bytes(std::int64_t M, std::int64_t K) {
+  if constexpr (Math == TensorCoreMath::F64) {
+    return 0;
+  } else {
+    return align_up(
+        static_cast<std::size_t>(TensorCorePackedWeightsShape<Tile>::of(M, K).elements()) *
+        sizeof(float));
+  }
+}
+
 /// Tile `Tile` under `Math`: float packs its weights for the MMAs first
 /// (PackTensorCoreWeights, rounded under TF32); K is split where the tile grid is too
-/// small for the GPU. Both live in the instance's cached workspace, [packed A][partial
-/// sums], within `limit` bytes; returns their bytes. The gather variants compiled:
+/// small for the GPU. Both live in the instance's cached workspace, [staged copies][packed
+/// A][partial sums], within `limit` bytes; returns their bytes. `staging` (NHWC operands
+/// only): an NCHW call's channels-last copies, enqueued first. The gather variants compiled:
 /// float B 16-byte (NHWC) or not; double NHWC both operands 16-byte or neither (a layer
 /// with one but not the other is rare: C odd with K even, or unpacked w), NCHW A 16-byte
 /// or not (B is gathered pixel-major, one element per copy).
 template <class Tile, TensorCoreMath Math, Layout L, class ExecSpace, class T>
-std::size_t tensor_core_launch_tile(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
-                                    TensorCoreVectorGathers vec, std::size_t limit,
-                                    LaunchMode mode) {
+std::size_t tensor_core_launch_tile(const ExecSpace& space, ImplicitGemmOperands<L, T> o,
+                                    TensorCoreVectorGathers vec, std::size_t limit, LaunchMode mode,
+                                    const ChannelsLastStaging<T>* staging = nullptr) {
   constexpr bool packs = Math != TensorCoreMath::F64;
   std::int64_t pack_elements = 0, pack_blocks = 0;
   if constexpr (packs) {  // (the packed layout exists for the TF32 tiles only)
@@ -129,14 +219,18 @@ std::size_t tensor_core_launch_tile(const ExecSpace& space, const ImplicitGemmOp
     pack_elements = packed.elements();
     pack_blocks = packed.m_pad / Packed::quad_rows;
   }
-  const std::size_t pack_bytes = align_up(static_cast<std::size_t>(pack_elements) * sizeof(T));
-  throw_if(pack_bytes > limit, "kcnn::conv2d_forward", kTensorCoreAlgoName,
+  throw_if(staging != nullptr && L != Layout::NHWC, "kcnn::conv2d_forward",
+           "internal: ", kTensorCoreAlgoName,
+           " staged channels-last operands on a kernel of another layout");
+  const std::size_t staged_bytes = staging ? staging->bytes() : 0;
+  const std::size_t pack_bytes = tensor_core_pack_bytes<Tile, Math>(o.M, o.K);
+  throw_if(staged_bytes + pack_bytes > limit, "kcnn::conv2d_forward", kTensorCoreAlgoName,
            ": the weights packed for the tensor cores take ", pack_bytes,
            " bytes of workspace, more than the limit of ", limit,
            " (Conv2dParams::workspace_limit_bytes, kcnn::set_workspace_limit)");
-  const TensorCoreSplitPlan split =
-      tensor_core_split_plan<Tile>(o, multiprocessor_count(space), limit - pack_bytes);
-  const std::size_t bytes = pack_bytes + split.partial_bytes;
+  const TensorCoreSplitPlan split = tensor_core_split_plan<Tile>(o, multiprocessor_count(space),
+                                                                 limit - staged_bytes - pack_bytes);
+  const std::size_t bytes = staged_bytes + pack_bytes + split.partial_bytes;
 
   auto launch = [&](const T* a_pack, T* partial, LaunchMode m) {
     const TensorCoreLaunchData<T> d{a_pack, split.k_slices, split.steps_per_slice, partial};
@@ -154,8 +248,12 @@ std::size_t tensor_core_launch_tile(const ExecSpace& space, const ImplicitGemmOp
   launch(nullptr, nullptr, LaunchMode::Check);  // every limit before anything is enqueued
   if (mode == LaunchMode::Check) return bytes;
   auto lease = WorkspaceCache<ExecSpace>::acquire(space, bytes);
-  T* const a_pack = packs ? reinterpret_cast<T*>(lease.data()) : nullptr;
-  T* const partial = split.k_slices > 1 ? reinterpret_cast<T*>(lease.data() + pack_bytes) : nullptr;
+  if constexpr (L == Layout::NHWC) {
+    if (staging) staging->run(space, lease.data(), o);
+  }
+  unsigned char* const own = lease.data() + staged_bytes;
+  T* const a_pack = packs ? reinterpret_cast<T*>(own) : nullptr;
+  T* const partial = split.k_slices > 1 ? reinterpret_cast<T*>(own + pack_bytes) : nullptr;
   if constexpr (packs) {
     Kokkos::parallel_for(
         "kcnn::conv2d::tensor_core::pack_weights",
@@ -167,14 +265,86 @@ std::size_t tensor_core_launch_tile(const ExecSpace& space, const ImplicitGemmOp
   return bytes;
 }
 
-template <TensorCoreMath Math, Layout L, class ExecSpace>
-std::size_t tensor_core_launch_float(const ExecSpace& space,
-                                     const ImplicitGemmOperands<L, float>& o,
-                                     TensorCoreVectorGathers vec, std::size_t limit,
-                                     LaunchMode mode) {
-  if (o.M <= TensorCoreTiles::FloatSmallM::BM)
-    return tensor_core_launch_tile<TensorCoreTiles::FloatSmallM, Math>(space, o, vec, limit, mode);
-  return tensor_core_launch_tile<TensorCoreTiles::FloatLargeM, Math>(space, o, vec, limit, mode);
+/// Calls f(Tile{}) with the block tile (TensorCoreTiles) for element type T in layout L
+/// and M filters.
+template <class T, Layout L, class F>
+std::size_t with_tensor_core_tile(std::int64_t M, const F& f) {
+  if constexpr (std::is_same_v<T, double>) {
+    if constexpr (L == Layout::NHWC) {
+      return f(TensorCoreTiles::DoubleNhwc{});
+    } else {
+      return f(TensorCoreTiles::DoubleNchw{});
+    }
+  } else if constexpr (L == Layout::NHWC) {
+    if (M <= TensorCoreTiles::FloatNhwcSmallM::BM) return f(TensorCoreTiles::FloatNhwcSmallM{});
+    return f(TensorCoreTiles::FloatNhwcLargeM{});
+  } else {
+    if (M <= TensorCoreTiles::FloatNchwSmallM::BM) return f(TensorCoreTiles::FloatNchwSmallM{});
+    return f(TensorCoreTiles::FloatNchwLargeM{});
+  }
+}
+
+/// Launches operands `o` (layout L) under arithmetic Math on its tile.
+template <TensorCoreMath Math, Layout L, class ExecSpace, class T>
+std::size_t tensor_core_launch_math(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
+                                    TensorCoreVectorGathers vec, std::size_t limit, LaunchMode mode,
+                                    const ChannelsLastStaging<T>* staging) {
+  return with_tensor_core_tile<T, L>(o.M, [&](auto tile) {
+    return tensor_core_launch_tile<decltype(tile), Math>(space, o, vec, limit, mode, staging);
+  });
+}
+
+template <Layout L, class ExecSpace, class T>
+std::size_t tensor_core_launch_operands(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
+                                        TensorCoreVectorGathers vec, const Conv2dProblem& pb,
+                                        LaunchMode mode,
+                                        const ChannelsLastStaging<T>* staging = nullptr) {
+  const std::size_t limit = pb.workspace_limit_bytes;
+  if constexpr (std::is_same_v<T, double>) {
+    return tensor_core_launch_math<TensorCoreMath::F64>(space, o, vec, limit, mode, staging);
+  } else {
+    if (pb.math == MathMode::TF32x3)
+      return tensor_core_launch_math<TensorCoreMath::TF32x3>(space, o, vec, limit, mode, staging);
+    return tensor_core_launch_math<TensorCoreMath::TF32>(space, o, vec, limit, mode, staging);
+  }
+}
+
+/// Whether an NCHW problem runs staged channels-last (channels_last.hpp): where the NHWC
+/// kernel then gathers 16 bytes at a time (C a multiple of a vector) and each element of
+/// x feeds R*S > 1 taps; 1x1 layers and odd channel counts gain less from the NHWC
+/// gathers than the copy of x costs (H100, TF32: pointwise 256 -> 64 at 56x56 0.43 ms
+/// staged against 0.29 for the NCHW kernel; TUNING.md, session 14).
+template <class T>
+bool tensor_core_stages_channels_last(const Conv2dProblem& pb) {
+  return pb.R * pb.S > 1 && pb.C % vector_elements_v<T> == 0;
+}
+
+/// NCHW operands `o` staged channels-last where that pays
+/// (tensor_core_stages_channels_last) and the copies and the NHWC tile's packed weights
+/// fit the workspace limit; else the NCHW kernel, whose gathers need no copy. Returns
+/// the workspace bytes.
+template <class ExecSpace, class T>
+std::size_t tensor_core_launch_nchw(const ExecSpace& space,
+                                    const ImplicitGemmOperands<Layout::NCHW, T>& o,
+                                    const Conv2dProblem& pb, LaunchMode mode) {
+  constexpr std::int64_t vec_elements = vector_elements_v<T>;
+  ChannelsLastStaging<T> staging;
+  staging.x = o.x, staging.xs = o.xs, staging.w = o.w, staging.ws = o.ws;
+  staging.N = pb.N, staging.C = pb.C, staging.H = pb.H, staging.W = pb.W;
+  staging.M = pb.M, staging.R = pb.R, staging.S = pb.S;
+  staging.copy_w = std::is_same_v<T, double>;
+  constexpr TensorCoreMath packing =
+      std::is_same_v<T, double> ? TensorCoreMath::F64 : TensorCoreMath::TF32;
+  const std::size_t pack_bytes = with_tensor_core_tile<T, Layout::NHWC>(
+      pb.M, [&](auto tile) { return tensor_core_pack_bytes<decltype(tile), packing>(o.M, o.K); });
+  if (tensor_core_stages_channels_last<T>(pb) && staging.fits_launch() &&
+      staging.bytes() + pack_bytes <= pb.workspace_limit_bytes) {
+    // The copies are packed NHWC in an aligned workspace and C is a multiple of a
+    // vector (so is K): 16-byte gathers of both.
+    const TensorCoreVectorGathers vec{staging.copy_w && o.K % vec_elements == 0, true};
+    return tensor_core_launch_operands(space, staging.operands(o, pb), vec, pb, mode, &staging);
+  }
+  return tensor_core_launch_operands(space, o, tensor_core_vector_gathers(o, pb), pb, mode);
 }
 
 /// Runs (or with LaunchMode::Check only plans and checks) ConvAlgo::TensorCoreGemm; `pb`
@@ -201,25 +371,14 @@ std::size_t conv2d_tensor_core(const ExecSpace& space, const XView& x, const WVi
   throw_if(pb.has_pool, op, "internal: ", kTensorCoreAlgoName, " handed a fused pooling");
   std::size_t workspace = 0;
   if constexpr (has_tensor_cores_v<ExecSpace>) {
-    auto run = [&](auto layout_tag) {
-      constexpr Layout L = decltype(layout_tag)::value;
-      const auto o = implicit_gemm_operands<L>(x, w, bias, y, pb, kTensorCoreAlgoName);
-      const TensorCoreVectorGathers vec = tensor_core_vector_gathers(o, pb);
-      const std::size_t limit = pb.workspace_limit_bytes;
-      if constexpr (std::is_same_v<T, double>) {
-        workspace = tensor_core_launch_tile<TensorCoreTiles::Double, TensorCoreMath::F64>(
-            space, o, vec, limit, mode);
-      } else if constexpr (std::is_same_v<T, float>) {
-        workspace =
-            pb.math == MathMode::TF32x3
-                ? tensor_core_launch_float<TensorCoreMath::TF32x3>(space, o, vec, limit, mode)
-                : tensor_core_launch_float<TensorCoreMath::TF32>(space, o, vec, limit, mode);
-      }
-    };
     if (pb.layout == Layout::NCHW) {
-      run(std::integral_constant<Layout, Layout::NCHW>{});
+      workspace = tensor_core_launch_nchw(
+          space, implicit_gemm_operands<Layout::NCHW>(x, w, bias, y, pb, kTensorCoreAlgoName), pb,
+          mode);
     } else {
-      run(std::integral_constant<Layout, Layout::NHWC>{});
+      const auto o = implicit_gemm_operands<Layout::NHWC>(x, w, bias, y, pb, kTensorCoreAlgoName);
+      workspace =
+          tensor_core_launch_operands(space, o, tensor_core_vector_gathers(o, pb), pb, mode);
     }
   } else {
     (void)space, (void)x, (void)w, (void)bias, (void)y, (void)mode;

@@ -55,17 +55,38 @@ struct TensorCoreTile {
   }
 };
 
-/// The tiles, chosen by element type and by the filter count M (tensor_core_launch).
-/// Kokkos' level-0 team scratch on CUDA holds 40,960 bytes (its scratch_size_max(0) on
-/// the H100): 192 rows of 64 bytes take 12 KB a stage, so three stages fit (36 KB);
-/// fp64's 128 rows take 8 KB, four stages.
+/// The tiles, chosen by element type, layout and the filter count M
+/// (with_tensor_core_tile). Kokkos' level-0 team scratch on CUDA holds 40,960 bytes (its
+/// scratch_size_max(0) on the H100): 192 rows of 64 bytes take 12 KB a stage, so three
+/// stages fit (36 KB); fp64's 128 rows take 8 KB, four stages.
+///
+/// Chosen on the H100 (session 14, one call; ResNet 3x3 layers of 64 / 128 / 256 / 512
+/// channels, TensorCoreGemm's own rows, NHWC, ms; TUNING.md has the NCHW columns):
+///
+///   tile (warps of WM x WN)                     TF32                        TF32x3
+///   64 x 128, 8 of 32 x 32 (before)       0.230 0.192 0.214 0.136    0.400 0.381 0.409 0.236
+///   64 x 128, 4 of 64 x 32 (NhwcSmallM)   0.206 0.177 0.200 0.176    0.364 0.343 0.362 0.233
+///   128 x 64, 4 of 64 x 32 (NhwcLargeM)   0.335 0.164 0.171 0.130    0.685 0.327 0.346 0.215
+///   128 x 128, 4 of 64 x 64, 2 stages     0.437 0.255 0.216 0.116    0.667 0.415 0.318 0.185
+///
+/// float NHWC: warp tiles of 64 x 32, whose stage feeds 32 MMAs per warp from 12 fragment
+/// loads (32 x 32: 16 from 8), and the B rounding is shared by four m16 tiles instead of
+/// two. float NCHW's own kernel (NCHW calls not staged channels-last: 1x1 layers, channel
+/// counts without 16-byte gathers, or no room in the workspace; channels_last.hpp) keeps
+/// eight warps of 32 x 32: its one-element gathers of x need the threads (TF32, 64
+/// channels: 0.393 ms, against 0.530 with four warps of 64 x 32).
+/// double NHWC: 64 x 64, four warps of 32 x 32, four stages, 3 teams per multiprocessor
+/// (166 registers, no spills): 0.504 / 0.459 / 0.432 / 0.266 -> 0.458 / 0.433 / 0.427 /
+/// 0.364 ms, the 2-D field (N=16, C=M=32, 256x256) 1.42 -> 1.18 ms; the 512-channel
+/// layer loses (its K split follows the team slots), and Auto gives it to cuBLAS anyway.
+/// double NCHW keeps 2 teams per multiprocessor (3 spill: 168 registers).
 struct TensorCoreTiles {
-  /// float, M <= 64: 64 x 128, 8 warps (32 x 32 each), 3 stages.
-  using FloatSmallM = TensorCoreTile<float, 64, 128, 2, 4, 3, 2>;
-  /// float, M > 64: 128 x 64, 8 warps (32 x 32 each), 3 stages.
-  using FloatLargeM = TensorCoreTile<float, 128, 64, 4, 2, 3, 2>;
-  /// double: 64 x 64, 4 warps (32 x 32 each), 4 stages.
-  using Double = TensorCoreTile<double, 64, 64, 2, 2, 4, 2>;
+  using FloatNhwcSmallM = TensorCoreTile<float, 64, 128, 1, 4, 3, 2>;  ///< M <= 64
+  using FloatNhwcLargeM = TensorCoreTile<float, 128, 64, 2, 2, 3, 2>;  ///< M > 64
+  using FloatNchwSmallM = TensorCoreTile<float, 64, 128, 2, 4, 3, 2>;  ///< M <= 64
+  using FloatNchwLargeM = TensorCoreTile<float, 128, 64, 4, 2, 3, 2>;  ///< M > 64
+  using DoubleNhwc = TensorCoreTile<double, 64, 64, 2, 2, 4, 3>;
+  using DoubleNchw = TensorCoreTile<double, 64, 64, 2, 2, 4, 2>;
 };
 
 }  // namespace kcnn::Impl
