@@ -228,10 +228,11 @@ TEST(AlgoSelect, HeuristicRulesWithEveryAlgorithm) {
             ConvAlgo::Tiled);
 }
 
-// Under TF32 / TF32x3 on GPUs: TensorCoreGemm for NHWC layers with 64+ filters and
-// reductions up to 1152 (2304 under TF32x3); elsewhere the strict rules (Im2colGemm's
-// cuBLAS then runs TF32). Double: DMMA for NHWC with channel pairs, 32+ filters, reductions
-// up to 576. On the host the math mode changes nothing. (TUNING.md, "GPU, math modes".)
+// Under TF32 / TF32x3 on GPUs: TensorCoreGemm for layers with 64+ filters (NHWC under TF32
+// also 24+ filters with 128+ taps) and reductions up to 2304; elsewhere the strict rules
+// (Im2colGemm's cuBLAS then runs TF32). Double: DMMA from 32 filters (NHWC also from 100
+// taps) up to 1152 taps, both layouts (NCHW on a channels-last copy). On the host the math
+// mode changes nothing. (TUNING.md, "GPU, math modes".)
 TEST(AlgoSelect, MathModeRules) {
   using kcnn::MathMode;
   auto with_math = [](Conv2dProblem pb, MathMode m) {
@@ -244,6 +245,8 @@ TEST(AlgoSelect, MathModeRules) {
   const auto c64_nchw = problem(64, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NCHW);
   const auto c128_nchw = problem(64, 128, 28, 28, 128, 3, 3, 1, 1, Layout::NCHW);
   const auto c256_nchw = problem(64, 256, 14, 14, 256, 3, 3, 1, 1, Layout::NCHW);
+  const auto c512 = problem(32, 512, 7, 7, 512, 3, 3, 1, 1, Layout::NHWC);
+  const auto c512_nchw = problem(32, 512, 7, 7, 512, 3, 3, 1, 1, Layout::NCHW);
   const auto lenet_c3 = problem(10000, 4, 40, 40, 16, 7, 7, 1, 0, Layout::NHWC);
   const auto prime_s2 = problem(61, 17, 61, 59, 31, 3, 3, 2, 1, Layout::NHWC);    // K = 153
   const auto c3_prime = problem(61, 3, 47, 53, 29, 5, 5, 1, 2, Layout::NHWC);     // K = 75
@@ -252,32 +255,37 @@ TEST(AlgoSelect, MathModeRules) {
     return select_for(with_math(pb, m), Target::Device, kEverything).algo;
   };
   for (MathMode m : {MathMode::TF32, MathMode::TF32x3}) {
-    EXPECT_EQ(picks(c64, m), ConvAlgo::TensorCoreGemm);
-    EXPECT_EQ(picks(c128, m), ConvAlgo::TensorCoreGemm);
-    EXPECT_EQ(picks(c128_nchw, m), ConvAlgo::TensorCoreGemm);
+    for (const auto& pb : {c64, c128, c256, c64_nchw, c128_nchw, c256_nchw})
+      EXPECT_EQ(picks(pb, m), ConvAlgo::TensorCoreGemm);
+    EXPECT_NE(picks(c512_nchw, m), ConvAlgo::TensorCoreGemm);
     EXPECT_NE(picks(lenet_c3, m), ConvAlgo::TensorCoreGemm);
     EXPECT_NE(picks(c3_prime, m), ConvAlgo::TensorCoreGemm);
     EXPECT_EQ(select_for(with_math(c64, m), Target::Host, kEverything).algo,
               select_for(c64, Target::Host, kEverything).algo);
   }
-  // TF32: from 64 filters (NHWC also from 24 filters with 128 taps), up to 1152 taps.
+  // Beyond 2304 taps cuBLAS on the unrolled matrix (TF32 under TF32) leads; under TF32x3
+  // (cuBLAS strict) NHWC keeps the tensor cores.
+  EXPECT_EQ(picks(c512, MathMode::TF32), ConvAlgo::Im2colGemm);
+  EXPECT_EQ(picks(c512, MathMode::TF32x3), ConvAlgo::TensorCoreGemm);
+  EXPECT_EQ(picks(c512_nchw, MathMode::TF32), ConvAlgo::Im2colGemm);
+  // TF32 also from 24 filters with 128 taps in NHWC (16 at stride > 1: LeNet C3); TF32x3
+  // not.
+  const auto lenet_c3_s2 = problem(10000, 4, 40, 40, 16, 7, 7, 2, 0, Layout::NHWC);
+  EXPECT_EQ(picks(lenet_c3_s2, MathMode::TF32), ConvAlgo::TensorCoreGemm);
+  EXPECT_NE(picks(lenet_c3_s2, MathMode::TF32x3), ConvAlgo::TensorCoreGemm);
   EXPECT_EQ(picks(pointwise, MathMode::TF32), ConvAlgo::TensorCoreGemm);
-  EXPECT_EQ(picks(c64_nchw, MathMode::TF32), ConvAlgo::TensorCoreGemm);
   EXPECT_EQ(picks(prime_s2, MathMode::TF32), ConvAlgo::TensorCoreGemm);
-  EXPECT_EQ(picks(c256, MathMode::TF32), ConvAlgo::Im2colGemm);
-  EXPECT_EQ(picks(c256_nchw, MathMode::TF32), ConvAlgo::Im2colGemm);
-  // TF32x3: up to 2304 taps; NCHW from 1152 (Tiled leads the 64-channel layer).
-  EXPECT_EQ(picks(c256, MathMode::TF32x3), ConvAlgo::TensorCoreGemm);
-  EXPECT_EQ(picks(c256_nchw, MathMode::TF32x3), ConvAlgo::TensorCoreGemm);
-  EXPECT_NE(picks(c64_nchw, MathMode::TF32x3), ConvAlgo::TensorCoreGemm);
   EXPECT_NE(picks(prime_s2, MathMode::TF32x3), ConvAlgo::TensorCoreGemm);
+  Conv2dProblem prime_s2_nchw = prime_s2;
+  prime_s2_nchw.layout = Layout::NCHW;
+  EXPECT_NE(picks(prime_s2_nchw, MathMode::TF32), ConvAlgo::TensorCoreGemm);
   // Strict float never picks it; without it in the build the strict rules answer.
   EXPECT_NE(select_for(c64, Target::Device, kEverything).algo, ConvAlgo::TensorCoreGemm);
   const AlgoSet without =
       AlgoSet{ConvAlgo::Reference, ConvAlgo::Tiled, ConvAlgo::Im2colGemm, ConvAlgo::ImplicitGemm};
   EXPECT_EQ(select_for(with_math(c64, MathMode::TF32), Target::Device, without).algo,
             select_for(c64, Target::Device, without).algo);
-  // Double: NHWC up to 1152 taps, NCHW from 64 filters up to 576 taps.
+  // Double: up to 1152 taps in both layouts.
   const auto dbl = kcnn::Impl::ElementKind::Float64;
   const auto generic = kcnn::Impl::HostIsa::Generic;
   EXPECT_EQ(select_for(c64, Target::Device, kEverything, generic, dbl).algo,
@@ -288,6 +296,8 @@ TEST(AlgoSelect, MathModeRules) {
   EXPECT_EQ(select_for(c64_nchw, Target::Device, kEverything, generic, dbl).algo,
             ConvAlgo::TensorCoreGemm);
   EXPECT_EQ(select_for(c128_nchw, Target::Device, kEverything, generic, dbl).algo,
+            ConvAlgo::TensorCoreGemm);
+  EXPECT_EQ(select_for(c256_nchw, Target::Device, kEverything, generic, dbl).algo,
             ConvAlgo::Im2colGemm);
 }
 
@@ -331,13 +341,15 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
       {problem(10000, 4, 40, 40, 16, 7, 7, 2), ConvAlgo::Tiled, "device_double_few_filters"},
       {problem(10000, 1, 86, 86, 4, 7, 7, 2, 0, Layout::NHWC), ConvAlgo::Tiled,
        "device_double_few_filters"},
-      {problem(10000, 4, 40, 40, 16, 7, 7, 1, 0, Layout::NHWC), ConvAlgo::Tiled,
-       "device_double_few_filters"},
+      {problem(10000, 4, 40, 40, 16, 7, 7, 1, 0, Layout::NHWC), ConvAlgo::TensorCoreGemm,
+       "device_double_tensor_cores"},
       {problem(10000, 4, 40, 40, 16, 7, 7, 2, 0, Layout::NHWC), ConvAlgo::TensorCoreGemm,
        "device_double_tensor_cores"},
       {problem(64, 64, 56, 56, 64, 3, 3, 1, 1), ConvAlgo::TensorCoreGemm,
        "device_double_tensor_cores"},
-      {problem(64, 128, 28, 28, 128, 3, 3, 1, 1), ConvAlgo::Im2colGemm, "device_double_wide_gemm"},
+      {problem(64, 128, 28, 28, 128, 3, 3, 1, 1), ConvAlgo::TensorCoreGemm,
+       "device_double_tensor_cores"},
+      {problem(64, 256, 14, 14, 256, 3, 3, 1, 1), ConvAlgo::Im2colGemm, "device_double_wide_gemm"},
       {problem(64, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::TensorCoreGemm,
        "device_double_tensor_cores"},
       {problem(64, 256, 14, 14, 256, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Im2colGemm,
@@ -346,8 +358,9 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
       {problem(64, 256, 56, 56, 64, 1, 1, 1, 0, Layout::NHWC), ConvAlgo::TensorCoreGemm,
        "device_double_tensor_cores"},
       {problem(64, 64, 56, 56, 256, 1, 1), ConvAlgo::TensorCoreGemm, "device_double_tensor_cores"},
-      {problem(64, 1024, 14, 14, 256, 1, 1), ConvAlgo::ImplicitGemm,
-       "device_double_pointwise_nchw"},
+      {problem(64, 1024, 14, 14, 256, 1, 1), ConvAlgo::TensorCoreGemm,
+       "device_double_tensor_cores"},
+      {problem(64, 2048, 7, 7, 512, 1, 1), ConvAlgo::ImplicitGemm, "device_double_pointwise_nchw"},
       {problem(128, 3, 227, 227, 96, 11, 11, 4, 0, Layout::NHWC), ConvAlgo::TensorCoreGemm,
        "device_double_tensor_cores"},
       {problem(61, 17, 61, 59, 31, 3, 3, 2, 1, Layout::NHWC), ConvAlgo::TensorCoreGemm,
@@ -535,7 +548,8 @@ TEST(AlgoSelect, CheckReportsWorkspaceAndWritesNothing) {
   EXPECT_EQ(check(ConvAlgo::Tiled, ypk, pb_pooled), 0u);
   if constexpr (I::has_tensor_cores_v<Space>) {
     // float under TF32: the weights packed for the MMAs, 7 filters padded to the 64 of
-    // the block tile, 45 taps to 48.
+    // the block tile, 45 taps to 48 (C = 5 is no multiple of a 16-byte vector, so this
+    // NCHW call is not staged channels-last: no copy of x).
     Conv2dProblem tf32 = pb;
     tf32.math = kcnn::MathMode::TF32;
     EXPECT_EQ(check(ConvAlgo::TensorCoreGemm, yk, tf32), std::size_t(64) * 48 * sizeof(float));

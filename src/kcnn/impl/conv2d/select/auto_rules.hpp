@@ -140,30 +140,28 @@ inline constexpr std::int64_t kWideGemmFiltersDevice = 128;
 /// From kTensorCoreFiltersDevice filters; NHWC under TF32 also from
 /// kTensorCoreFiltersNhwcDevice filters with kTensorCoreReductionBeginNhwcDevice taps
 /// (fewer: LeNet's and the odd suite's small layers, where Tiled and ImplicitGemm lead).
-/// Up to kTensorCoreReductionEndDevice taps (beyond, Im2colGemm with cuBLAS in TF32 leads).
+/// (kTensorCoreFiltersNhwcStridedDevice at stride > 1: LeNet C3 at stride 2). Up to
+/// kTensorCoreReductionEndDevice taps (beyond, Im2colGemm with cuBLAS in TF32 leads);
+/// TF32x3 likewise in NCHW and without a bound in NHWC (Im2colGemm's cuBLAS computes
+/// strictly then). NCHW 3x3 layers run the NHWC kernel on a channels-last copy of x
+/// (tensor_core/channels_last.hpp), so both layouts share the bounds but NHWC's
+/// few-filters clauses, where the copy would cost too much.
 inline constexpr std::int64_t kTensorCoreFiltersNhwcDevice = 24;
+inline constexpr std::int64_t kTensorCoreFiltersNhwcStridedDevice = 16;
 inline constexpr std::int64_t kTensorCoreReductionBeginNhwcDevice = 128;
 inline constexpr std::int64_t kTensorCoreFiltersDevice = 64;
-inline constexpr std::int64_t kTensorCoreReductionEndDevice = 1152;
-/// Under TF32x3 (Im2colGemm's cuBLAS computes strictly then, three times as fast as the
-/// split products cost): NHWC up to this reduction length; NCHW from
-/// kTensorCoreReductionBeginTF32x3NchwDevice (below it Tiled leads) to it too.
-inline constexpr std::int64_t kTensorCoreReductionEndTF32x3Device = 2304;
-inline constexpr std::int64_t kTensorCoreReductionBeginTF32x3NchwDevice = 1152;
-/// GPU, double: TensorCoreGemm's DMMA leads, NHWC, from this many filters (or, past the
+inline constexpr std::int64_t kTensorCoreReductionEndDevice = 2304;
+/// GPU, double: TensorCoreGemm's DMMA leads from this many filters (NHWC also, past the
 /// few-filters rule, from kTensorCoreReductionBeginDoubleNhwcDevice taps) up to this
-/// reduction length; NCHW from kTensorCoreFiltersDoubleNchwDevice filters up to
-/// kTensorCoreReductionEndDoubleNchwDevice. 1x1 layers included.
+/// reduction length, in both layouts (NCHW on the channels-last copy). 1x1 layers
+/// included.
 inline constexpr std::int64_t kTensorCoreFiltersDoubleDevice = 32;
 inline constexpr std::int64_t kTensorCoreReductionBeginDoubleNhwcDevice = 100;
 inline constexpr std::int64_t kTensorCoreReductionEndDoubleDevice = 1152;
-inline constexpr std::int64_t kTensorCoreFiltersDoubleNchwDevice = 64;
-inline constexpr std::int64_t kTensorCoreReductionEndDoubleNchwDevice = 576;
 /// GPU, double: up to this many filters Tiled leads (LeNet C1 and C3, strided too);
-/// NHWC at stride > 1 only up to kFewFiltersDoubleNhwcStridedDevice (LeNet C1; C3 goes to
-/// the tensor cores).
+/// NHWC only up to kFewFiltersDoubleNhwcDevice (LeNet C1; C3 goes to the tensor cores).
 inline constexpr std::int64_t kFewFiltersDoubleDevice = 16;
-inline constexpr std::int64_t kFewFiltersDoubleNhwcStridedDevice = 8;
+inline constexpr std::int64_t kFewFiltersDoubleNhwcDevice = 8;
 /// GPU, double: from this many filters cuBLAS's dgemm (fp64 tensor cores) leads.
 inline constexpr std::int64_t kWideGemmFiltersDoubleDevice = 64;
 /// GPU, NHWC 1x1: cuBLAS on the input itself leads up to this many filters.
@@ -217,16 +215,14 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
        [](P pb, C c) {
          if (c.element != ElementKind::Float32 || pb.math == MathMode::Strict) return false;
          const std::int64_t K = reduction_length(pb);
-         const bool x3 = pb.math == MathMode::TF32x3;
-         if (pb.layout == Layout::NHWC)
-           return (pb.M >= kTensorCoreFiltersDevice ||
-                   (!x3 && pb.M >= kTensorCoreFiltersNhwcDevice &&
-                    K >= kTensorCoreReductionBeginNhwcDevice)) &&
-                  K <= (x3 ? kTensorCoreReductionEndTF32x3Device : kTensorCoreReductionEndDevice);
-         return pb.M >= kTensorCoreFiltersDevice &&
-                (x3 ? K >= kTensorCoreReductionBeginTF32x3NchwDevice &&
-                          K <= kTensorCoreReductionEndTF32x3Device
-                    : K <= kTensorCoreReductionEndDevice);
+         const bool nhwc = pb.layout == Layout::NHWC;
+         const bool few_filters_nhwc = nhwc && pb.math == MathMode::TF32 &&
+                                       K >= kTensorCoreReductionBeginNhwcDevice &&
+                                       pb.M >= (is_strided(pb) ? kTensorCoreFiltersNhwcStridedDevice
+                                                               : kTensorCoreFiltersNhwcDevice);
+         const bool unbounded = nhwc && pb.math == MathMode::TF32x3;
+         return (pb.M >= kTensorCoreFiltersDevice || few_filters_nhwc) &&
+                (unbounded || K <= kTensorCoreReductionEndDevice);
        },
        {A::TensorCoreGemm}},
       // --- GPUs, double: cuBLAS's dgemm runs on the H100's fp64 tensor cores, Tiled and
@@ -234,10 +230,9 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
       {"device_double_few_filters",
        D,
        [](P pb, C c) {
-         const bool nhwc_strided = pb.layout == Layout::NHWC && is_strided(pb);
          return c.element == ElementKind::Float64 &&
-                pb.M <=
-                    (nhwc_strided ? kFewFiltersDoubleNhwcStridedDevice : kFewFiltersDoubleDevice);
+                pb.M <= (pb.layout == Layout::NHWC ? kFewFiltersDoubleNhwcDevice
+                                                   : kFewFiltersDoubleDevice);
        },
        {A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
       {"device_double_tensor_cores",
@@ -245,12 +240,10 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
        [](P pb, C c) {
          if (c.element != ElementKind::Float64) return false;
          const std::int64_t K = reduction_length(pb);
-         if (pb.layout == Layout::NHWC)
-           return (pb.M >= kTensorCoreFiltersDoubleDevice ||
-                   K >= kTensorCoreReductionBeginDoubleNhwcDevice) &&
-                  K <= kTensorCoreReductionEndDoubleDevice;
-         return pb.M >= kTensorCoreFiltersDoubleNchwDevice &&
-                K <= kTensorCoreReductionEndDoubleNchwDevice;
+         const bool long_reduction_nhwc =
+             pb.layout == Layout::NHWC && K >= kTensorCoreReductionBeginDoubleNhwcDevice;
+         return (pb.M >= kTensorCoreFiltersDoubleDevice || long_reduction_nhwc) &&
+                K <= kTensorCoreReductionEndDoubleDevice;
        },
        {A::TensorCoreGemm}},
       {"device_double_pointwise_nchw",
