@@ -46,15 +46,16 @@ inline void host_zero(T* KOKKOS_RESTRICT dst, std::int64_t n) {
     }
     return;
   }
-  // Pointer-walked blocks: one induction variable and one bound, so that the loop keeps
-  // its registers when inlined into a kernel with many live indices (an index-and-count
-  // loop spilled both to the stack inside the NCHW im2col).
-  T* const last = dst + (n - kHostBlock);
-  for (; dst < last; dst += kHostBlock)
+  // Indexed blocks, not a pointer walk: with the pointer walk (session 11, for register
+  // pressure in the then out-of-line NCHW row walker) the LeNet Im2colGemm rows ran 5-8%
+  // slower on an EPYC, the im2col and OpenBLAS' packing of its output alike (per-row
+  // alternation against the pre-refactor build, session 14; ImplicitGemm's rows equal or
+  // faster with the indexed form).
+  for (std::int64_t i = 0; i + kHostBlock <= n; i += kHostBlock)
     for (std::int64_t j = 0; j < kHostBlock; ++j)
-      dst[j] = T(0);
+      dst[i + j] = T(0);
   for (std::int64_t j = 0; j < kHostBlock; ++j)
-    last[j] = T(0);
+    dst[n - kHostBlock + j] = T(0);
 }
 
 template <class T>
@@ -77,19 +78,17 @@ inline void host_copy(T* KOKKOS_RESTRICT dst, const T* KOKKOS_RESTRICT src, std:
     }
     return;
   }
-  T* const last = dst + (n - kHostBlock);
-  const T* const src_last = src + (n - kHostBlock);
-  for (; dst < last; dst += kHostBlock, src += kHostBlock)
+  for (std::int64_t i = 0; i + kHostBlock <= n; i += kHostBlock)
     for (std::int64_t j = 0; j < kHostBlock; ++j)
-      dst[j] = src[j];
+      dst[i + j] = src[i + j];
   for (std::int64_t j = 0; j < kHostBlock; ++j)
-    last[j] = src_last[j];
+    dst[n - kHostBlock + j] = src[n - kHostBlock + j];
 }
 
 template <class T>
 inline void host_gather(T* KOKKOS_RESTRICT dst, const T* KOKKOS_RESTRICT src, std::int64_t n,
                         std::int64_t src_step) {
-  // Pointer-walked like the blocks above (the strided im2col's runs are a few elements,
+  // Pointer-walked (the strided im2col's runs are a few elements,
   // so what the loop keeps in registers is most of its cost).
   for (T* const end = dst + n; dst < end; ++dst, src += src_step)
     *dst = *src;
