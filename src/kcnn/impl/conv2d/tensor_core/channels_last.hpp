@@ -8,9 +8,10 @@
 /// 8 pixels x 4 taps). In NHWC a tap's channels are contiguous: 16-byte copies, a quarter
 /// of the instructions. Copying x once costs a read and a write of it, which the main
 /// loop more than repays on 3x3 layers (H100, session 14, ResNet 3x3 NCHW, TensorCoreGemm
-/// alone: TF32 64 / 128 / 256 channels 0.393 / 0.286 / 0.315 -> 0.320 / 0.215 / 0.208 ms,
-/// double 128 channels 0.692 -> 0.479; the same layers in NHWC, with no copy: 0.217 /
-/// 0.162 / 0.166), not on 1x1 layers (launch.hpp, tensor_core_stages_channels_last).
+/// alone, two calls: the NCHW kernel TF32 64 / 128 / 256 channels 0.393 / 0.286 / 0.315 ms,
+/// double 128 channels 0.692; staged 0.320 / 0.215 / 0.208 and 0.479, and in the staged
+/// run's call the same layers in NHWC, with no copy: 0.217 / 0.162 / 0.166), not on 1x1
+/// layers (launch.hpp, tensor_core_stages_channels_last: measured in one call).
 /// y is written in place, through its own strides.
 ///
 /// ChannelsLastCopy moves x(n, c, h, w) to out[((n H + h) W + w) C + c] in tiles of 32
