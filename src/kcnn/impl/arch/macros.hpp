@@ -37,3 +37,11 @@
 #else
 #define KCNN_HOST_FORCEINLINE inline
 #endif
+
+/// Keeps a host function out of line: for a hot inner loop whose caller has so many live
+/// values that, inlined, the loop would reload spilled ones on every iteration.
+#if defined(__GNUC__) || defined(__clang__)
+#define KCNN_HOST_NOINLINE __attribute__((noinline))
+#else
+#define KCNN_HOST_NOINLINE
+#endif

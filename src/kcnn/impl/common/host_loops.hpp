@@ -88,10 +88,10 @@ inline void host_copy(T* KOKKOS_RESTRICT dst, const T* KOKKOS_RESTRICT src, std:
 template <class T>
 inline void host_gather(T* KOKKOS_RESTRICT dst, const T* KOKKOS_RESTRICT src, std::int64_t n,
                         std::int64_t src_step) {
-  // Pointer-walked (the strided im2col's runs are a few elements,
-  // so what the loop keeps in registers is most of its cost).
-  for (T* const end = dst + n; dst < end; ++dst, src += src_step)
-    *dst = *src;
+  // Indexed like the blocks above: pointer-walked (session 11), LeNet C3 stride 2 NCHW
+  // ImplicitGemm ran 4-6% slower than before the refactor (EPYC, session 15).
+  for (std::int64_t i = 0; i < n; ++i)
+    dst[i] = src[i * src_step];
 }
 
 template <class T>

@@ -144,13 +144,15 @@ struct Im2colNchwHost {
     const std::int64_t g_begin = row_first + (item - k * items_per_k) * rows_per_item;
     const std::int64_t g_end = std::min(row_first + rows, g_begin + rows_per_item);
     const std::int64_t n = g_begin / map.P;
-    unroll_rows(k, map.decompose_k(k), g_begin, g_end, n, g_begin - n * map.P);
+    unroll_rows<true>(k, map.decompose_k(k), g_begin, g_end, n, g_begin - n * map.P);
   }
 
   /// Tap k = (c, r, s) over output rows [g_begin, g_end), the first of them (n, p): the
   /// work item without its divisions, for callers that carry the tap and the row (the
-  /// ImplicitGemm host kernel unrolls every tap of one pixel range).
-  template <class I>
+  /// ImplicitGemm host kernel unrolls every tap of one pixel range). FullRowsOutOfLine:
+  /// whether contiguous runs of full rows go through a call (full_rows_out_of_line says
+  /// why).
+  template <bool FullRowsOutOfLine, class I>
   KCNN_HOST_FORCEINLINE void unroll_rows(const std::int64_t k, const Tap<I>& tap,
                                          const std::int64_t g_begin, const std::int64_t g_end,
                                          std::int64_t n, std::int64_t p) const {
@@ -191,22 +193,47 @@ struct Im2colNchwHost {
       const std::int64_t run = std::min({g_end - g, map.P - p, (j0 + count) / Q - g});
       const std::int64_t lo = std::clamp<std::int64_t>(valid.begin, 0, Q);
       const std::int64_t hi = std::clamp<std::int64_t>(valid.end, lo, Q);
-      std::int64_t h = p * map.stride_h + dh;
-      std::int64_t src = n * xs.n + h * xs.h + (lo * map.stride_w + dw) * xs.w;
-      const std::int64_t src_step = map.stride_h * xs.h;
-      for (std::int64_t i = 0; i < run; ++i, dst += Q, h += map.stride_h, src += src_step) {
-        if (!map.row_inside(h)) {
-          host_zero(dst, Q);
-          continue;
-        }
-        host_zero(dst, lo);
-        if (hi > lo) host_copy_strided(dst + lo, x_c + src, hi - lo, step);
-        host_zero(dst + hi, Q - hi);
-      }
+      const std::int64_t h = p * map.stride_h + dh;
+      if (FullRowsOutOfLine && step == 1)
+        full_rows_out_of_line(dst, x_c + (n * xs.n + h * xs.h + (lo * map.stride_w + dw) * xs.w),
+                              run, h, lo, hi, step);
+      else
+        full_rows(dst, x_c + (n * xs.n + h * xs.h + (lo * map.stride_w + dw) * xs.w), run, h, lo,
+                  hi, step);
       g += run;
       p += run;
       if (p == map.P) p = 0, ++n;
     }
+  }
+
+  /// `run` consecutive full output rows of one tap, the first reading input row h from
+  /// `src`: each [zeros | valid run [lo, hi) | zeros].
+  KCNN_HOST_FORCEINLINE void full_rows(T* dst, const T* src, const std::int64_t run, std::int64_t h,
+                                       const std::int64_t lo, const std::int64_t hi,
+                                       const std::int64_t step) const {
+    const std::int64_t Q = map.Q, src_step = map.stride_h * xs.h;
+    for (std::int64_t i = 0; i < run; ++i, dst += Q, h += map.stride_h, src += src_step) {
+      if (!map.row_inside(h)) {
+        host_zero(dst, Q);
+        continue;
+      }
+      host_zero(dst, lo);
+      if (hi > lo) host_copy_strided(dst + lo, src, hi - lo, step);
+      host_zero(dst + hi, Q - hi);
+    }
+  }
+
+  /// full_rows behind a call, for the im2col's own work items over contiguous input runs
+  /// (unroll_rows<true>, stride_w 1): inlined there, GCC 12 kept the walker's indices
+  /// spilled inside the copy blocks, and LeNet C3's NCHW Im2colGemm ran 6-8% slower than
+  /// before the refactor. Strided runs (gathers) and the ImplicitGemm panel inline it: with
+  /// the call, LeNet C3 stride 2 NCHW ran 24-25% slower in both algorithms (EPYC, per-row
+  /// alternation, session 15).
+  KCNN_HOST_NOINLINE void full_rows_out_of_line(T* dst, const T* src, const std::int64_t run,
+                                                std::int64_t h, const std::int64_t lo,
+                                                const std::int64_t hi,
+                                                const std::int64_t step) const {
+    full_rows(dst, src, run, h, lo, hi, step);
   }
 };
 

@@ -118,7 +118,8 @@ struct ImplicitGemmHostKernel {
             rows,
             1};
         for (TapWalker<L> taps(op.map, 0, 1, op.K); taps.k < op.K; taps.advance())
-          unroll.unroll_rows(taps.k, taps.current(), row_first, row_first + rows, n_first, p_first);
+          unroll.template unroll_rows<false>(taps.k, taps.current(), row_first, row_first + rows,
+                                             n_first, p_first);
         unrolled = true;
       }
     }
