@@ -4,6 +4,7 @@
 #pragma once
 
 #include "activation.hpp"
+#include "bfloat16.hpp"
 #include "conv2d.hpp"
 #include "conv2d_backward.hpp"
 #include "find_algo.hpp"
