@@ -78,12 +78,15 @@ struct ChannelsLastStaging {
     return copy_w ? align_up(sizeof(T) * std::size_t(M * C * R * S)) : 0;
   }
   std::size_t bytes() const { return x_bytes() + w_bytes(); }
+  /// The x copy's tiles: along the channels, along the pixels of an image, and its teams
+  /// (one per tile of each image).
+  static constexpr std::int64_t copy_tile =
+      ChannelsLastCopy<T, Kokkos::DefaultHostExecutionSpace>::tile;
+  std::int64_t copy_channel_tiles() const { return (C + copy_tile - 1) / copy_tile; }
+  std::int64_t copy_pixel_tiles() const { return (H * W + copy_tile - 1) / copy_tile; }
+  std::int64_t copy_teams() const { return N * copy_channel_tiles() * copy_pixel_tiles(); }
   /// Whether the x copy's team count fits a launch.
-  bool fits_launch() const {
-    constexpr std::int64_t tile = ChannelsLastCopy<T, Kokkos::DefaultHostExecutionSpace>::tile;
-    return N * ((C + tile - 1) / tile) * ((H * W + tile - 1) / tile) <=
-           std::numeric_limits<int>::max();
-  }
+  bool fits_launch() const { return copy_teams() <= std::numeric_limits<int>::max(); }
 
   /// The NHWC kernel's operands for NCHW operands `o`: x (and w if copied) are set by run.
   ImplicitGemmOperands<Layout::NHWC, T> operands(const ImplicitGemmOperands<Layout::NCHW, T>& o,
@@ -110,20 +113,13 @@ struct ChannelsLastStaging {
   void run(const ExecSpace& space, unsigned char* base,
            ImplicitGemmOperands<Layout::NHWC, T>& o) const {
     using Copy = ChannelsLastCopy<T, ExecSpace>;
+    static_assert(Copy::tile == copy_tile, "one tile for the copy and its team count");
     T* const x_copy = reinterpret_cast<T*>(base);
-    const std::int64_t HW = H * W;
-    // (fits: the caller checked N * teams_per_image() against the launch limit, fits_launch)
-    const Copy copy{x,
-                    xs,
-                    x_copy,
-                    C,
-                    H,
-                    W,
-                    (C + Copy::tile - 1) / Copy::tile,
-                    (HW + Copy::tile - 1) / Copy::tile};
+    const Copy copy{x, xs, x_copy, C, H, W, copy_channel_tiles(), copy_pixel_tiles()};
+    // copy_teams() fits int: the caller checked fits_launch.
     Kokkos::parallel_for("kcnn::conv2d::tensor_core::x_channels_last",
-                         Kokkos::TeamPolicy<ExecSpace>(
-                             space, static_cast<int>(N * copy.teams_per_image()), Copy::threads)
+                         Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(copy_teams()),
+                                                       Copy::threads)
                              .set_scratch_size(0, Kokkos::PerTeam(Copy::scratch_bytes())),
                          copy);
     o.x = x_copy;
@@ -137,6 +133,13 @@ struct ChannelsLastStaging {
     }
   }
 };
+
+/// What a launch takes for channels-last staging: a ChannelsLastStaging for NHWC kernels
+/// (null: none), nothing for NCHW kernels, so that staging a kernel of another layout does
+/// not compile.
+template <Layout L, class T>
+using StagingFor =
+    std::conditional_t<L == Layout::NHWC, const ChannelsLastStaging<T>*, std::nullptr_t>;
 
 template <class Tile, TensorCoreMath Math, bool AVec, bool BVec, Layout L, class ExecSpace, class T>
 void tensor_core_launch_as(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
@@ -187,15 +190,18 @@ TensorCoreSplitPlan tensor_core_split_plan(const ImplicitGemmOperands<L, T>& o,
   return plan;
 }
 
+/// The workspace bytes of `elements` packed weights (float).
+inline std::size_t tensor_core_pack_bytes_of(std::int64_t elements) {
+  return align_up(static_cast<std::size_t>(elements) * sizeof(float));
+}
+
 /// The workspace bytes of tile `Tile`'s packed weights (float; none for double).
 template <class Tile, TensorCoreMath Math>
 std::size_t tensor_core_pack_bytes(std::int64_t M, std::int64_t K) {
   if constexpr (Math == TensorCoreMath::F64) {
     return 0;
   } else {
-    return align_up(
-        static_cast<std::size_t>(TensorCorePackedWeightsShape<Tile>::of(M, K).elements()) *
-        sizeof(float));
+    return tensor_core_pack_bytes_of(TensorCorePackedWeightsShape<Tile>::of(M, K).elements());
   }
 }
 
@@ -210,7 +216,7 @@ std::size_t tensor_core_pack_bytes(std::int64_t M, std::int64_t K) {
 template <class Tile, TensorCoreMath Math, Layout L, class ExecSpace, class T>
 std::size_t tensor_core_launch_tile(const ExecSpace& space, ImplicitGemmOperands<L, T> o,
                                     TensorCoreVectorGathers vec, std::size_t limit, LaunchMode mode,
-                                    const ChannelsLastStaging<T>* staging = nullptr) {
+                                    StagingFor<L, T> staging = nullptr) {
   constexpr bool packs = Math != TensorCoreMath::F64;
   std::int64_t pack_elements = 0, pack_blocks = 0;
   if constexpr (packs) {  // (the packed layout exists for the TF32 tiles only)
@@ -219,11 +225,9 @@ std::size_t tensor_core_launch_tile(const ExecSpace& space, ImplicitGemmOperands
     pack_elements = packed.elements();
     pack_blocks = packed.m_pad / Packed::quad_rows;
   }
-  throw_if(staging != nullptr && L != Layout::NHWC, "kcnn::conv2d_forward",
-           "internal: ", kTensorCoreAlgoName,
-           " staged channels-last operands on a kernel of another layout");
-  const std::size_t staged_bytes = staging ? staging->bytes() : 0;
-  const std::size_t pack_bytes = tensor_core_pack_bytes<Tile, Math>(o.M, o.K);
+  std::size_t staged_bytes = 0;
+  if constexpr (L == Layout::NHWC) staged_bytes = staging ? staging->bytes() : 0;
+  const std::size_t pack_bytes = tensor_core_pack_bytes_of(pack_elements);
   throw_if(staged_bytes + pack_bytes > limit, "kcnn::conv2d_forward", kTensorCoreAlgoName,
            ": the weights packed for the tensor cores take ", pack_bytes,
            " bytes of workspace, more than the limit of ", limit,
@@ -288,7 +292,7 @@ std::size_t with_tensor_core_tile(std::int64_t M, const F& f) {
 template <TensorCoreMath Math, Layout L, class ExecSpace, class T>
 std::size_t tensor_core_launch_math(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
                                     TensorCoreVectorGathers vec, std::size_t limit, LaunchMode mode,
-                                    const ChannelsLastStaging<T>* staging) {
+                                    StagingFor<L, T> staging) {
   return with_tensor_core_tile<T, L>(o.M, [&](auto tile) {
     return tensor_core_launch_tile<decltype(tile), Math>(space, o, vec, limit, mode, staging);
   });
@@ -298,7 +302,7 @@ template <Layout L, class ExecSpace, class T>
 std::size_t tensor_core_launch_operands(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
                                         TensorCoreVectorGathers vec, const Conv2dProblem& pb,
                                         LaunchMode mode,
-                                        const ChannelsLastStaging<T>* staging = nullptr) {
+                                        StagingFor<L, T> staging = nullptr) {
   const std::size_t limit = pb.workspace_limit_bytes;
   if constexpr (std::is_same_v<T, double>) {
     return tensor_core_launch_math<TensorCoreMath::F64>(space, o, vec, limit, mode, staging);
