@@ -966,7 +966,7 @@ TEST_F(AlgoCacheFile, CorruptForeignAndTruncatedFilesAreIgnoredWithAWarning) {
       {"auto_algo", with("Reference", "Auto")},
       {"unknown_layout", with("NCHW", "CHWN")},
       {"unknown_activation", with("ReLU", "Swish")},
-      {"unknown_scalar", with("float", "half")},
+      {"unknown_scalar", with("float", "int8")},
       {"bad_views", with("RRR", "RRX")},
       {"bad_bias", with("ReLU 1", "ReLU 2")},
       {"negative_extent", with(" 2 3 9 9 ", " -2 3 9 9 ")},

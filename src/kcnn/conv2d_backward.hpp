@@ -58,6 +58,10 @@ void conv2d_backward_data(const ExecSpace& space, const DYView& dy, const WView&
   static_assert(std::is_same_v<Impl::view_scalar_t<DYView>, T> &&
                     std::is_same_v<Impl::view_scalar_t<WView>, T>,
                 "kcnn::conv2d_backward_data: dy, w and dx must have the same scalar type");
+  static_assert(
+      !Impl::is_16bit_storage_v<T>,
+      "kcnn::conv2d_backward_data: half and bfloat16 tensors are not supported yet (issue 19); "
+      "convert them to float");
   constexpr const char* op = "kcnn::conv2d_backward_data";
   const Impl::Conv2dProblem pb = Impl::make_conv2d_backward_problem(
       op, dx, w, 0, dy, params, Impl::ConvTensorNames{"dx", "w", "bias", "dy"});
@@ -115,6 +119,10 @@ void conv2d_backward_weights(const ExecSpace& space, const XView& x, const DYVie
                     std::is_same_v<Impl::view_scalar_t<DBView>, T>,
                 "kcnn::conv2d_backward_weights: x, dy, dw and dbias must have the same scalar "
                 "type");
+  static_assert(
+      !Impl::is_16bit_storage_v<T>,
+      "kcnn::conv2d_backward_weights: half and bfloat16 tensors are not supported yet (issue 19); "
+      "convert them to float");
   constexpr const char* op = "kcnn::conv2d_backward_weights";
   const Impl::Conv2dProblem pb =
       Impl::make_conv2d_backward_problem(op, x, dw, static_cast<std::int64_t>(dbias.extent(0)), dy,

@@ -126,6 +126,9 @@ void col2im(const ExecSpace& space, const ColsView& cols, int kernel_h, int kern
             const Conv2dParams& params, const XView& x, std::int64_t batch_begin,
             KernelVariant variant) {
   static_check_unroll_views<ExecSpace, XView, ColsView, true>("kcnn::col2im");
+  static_assert(!is_16bit_storage_v<view_scalar_t<XView>>,
+                "kcnn::col2im: half and bfloat16 tensors are not supported yet (issue 19); "
+                "convert them to float");
   constexpr const char* op = "kcnn::col2im";
   std::int64_t n = 0;
   const Conv2dProblem pb =

@@ -54,6 +54,10 @@ void pool2d_backward(const ExecSpace& space, const XView& x, const DYView& dy, c
   static_assert(std::is_same_v<Impl::view_scalar_t<XView>, T> &&
                     std::is_same_v<Impl::view_scalar_t<DYView>, T>,
                 "kcnn::pool2d_backward: x, dy and dx must have the same scalar type");
+  static_assert(
+      !Impl::is_16bit_storage_v<T>,
+      "kcnn::pool2d_backward: half and bfloat16 tensors are not supported yet (issue 19); "
+      "convert them to float");
   constexpr const char* op = "kcnn::pool2d_backward";
   Impl::throw_if(params.activation != Activation::Identity, op, "params.activation is ",
                  to_string(params.activation),

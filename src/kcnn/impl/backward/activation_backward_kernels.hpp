@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "../../types.hpp"
+#include "../common/element_traits.hpp"
 
 namespace kcnn::Impl {
 
@@ -37,7 +38,8 @@ struct ActivationBackward {
   T* dx;
 
   KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i) const {
-    dx[i] = activation_gradient<A>(y[i], dy[i]);
+    using C = compute_t<T>;  // 16-bit: float, rounded once at the store
+    dx[i] = from_compute<T>(activation_gradient<A>(C(y[i]), C(dy[i])));
   }
 };
 

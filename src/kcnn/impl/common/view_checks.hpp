@@ -16,7 +16,7 @@
 
 namespace kcnn::Impl {
 
-/// The element type of a View without const: float or double.
+/// The element type of a View without const: float, double or a 16-bit type.
 template <class View>
 using view_scalar_t = std::remove_const_t<typename View::value_type>;
 
@@ -33,7 +33,8 @@ constexpr void static_check_tensor() {
   static_assert(static_cast<int>(View::rank) == Rank,
                 "kcnn: wrong View rank (activations and weights are rank 4, bias is rank 1)");
   static_assert(is_supported_scalar_v<view_scalar_t<View>>,
-                "kcnn: View value type must be float or double (const allowed for inputs)");
+                "kcnn: View value type must be float, double, Kokkos::Experimental::half_t or "
+                "kcnn::bfloat16 (const allowed for inputs)");
   static_assert(!Writable || !std::is_const_v<typename View::value_type>,
                 "kcnn: the output View must not have a const value type");
   static_assert(is_accessible_from_v<ExecSpace, View>,

@@ -41,7 +41,9 @@ std::size_t conv2d_launch(const ExecSpace& space, ConvAlgo algo, const XView& x,
       workspace = Algo::launch(space, x, w, bias, y, pb, mode);
       return;
     }
-    using T = view_scalar_t<YView>;
+    // The unpooled output in the accumulator type: 16-bit results are rounded once,
+    // after the pooling (float and double: their own type).
+    using T = accumulator_t<view_scalar_t<YView>>;
     using Temp = Kokkos::View<T****, Kokkos::LayoutRight, typename ExecSpace::memory_space,
                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
     using NoBias = Kokkos::View<const T*, typename ExecSpace::memory_space>;

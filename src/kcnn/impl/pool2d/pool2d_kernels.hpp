@@ -42,7 +42,7 @@ namespace kcnn::Impl {
 /// access; other layouts through the View.
 template <PoolMode Mode, Layout L, class I, class XView, class BView, class YView>
 struct Pool2dFlatKernel {
-  using T = view_scalar_t<YView>;
+  using T = compute_t<view_scalar_t<YView>>;  ///< 16-bit y: float, rounded at the store
   using Divmod = std::conditional_t<std::is_same_v<I, int>, FastDivmod32, Divmod64>;
 
   XView x;
@@ -223,7 +223,7 @@ inline void pool_inner_columns(const Pool2dParams& g, std::int64_t W, std::int64
 /// the column padding go through the generic clipped reduction.
 template <PoolMode Mode, class XView, class BView, class YView>
 struct Pool2dHostRowKernel {
-  using T = view_scalar_t<YView>;
+  using T = compute_t<view_scalar_t<YView>>;  ///< 16-bit y: float, rounded at the store
   using Op = PoolReduce<Mode, T>;
 
   XView x;
@@ -293,7 +293,7 @@ struct Pool2dHostRowKernel {
 /// channels innermost (contiguous).
 template <PoolMode Mode, class XView, class BView, class YView>
 struct Pool2dHostPixelKernel {
-  using T = view_scalar_t<YView>;
+  using T = compute_t<view_scalar_t<YView>>;  ///< 16-bit y: float, rounded at the store
   using Op = PoolReduce<Mode, T>;
 
   XView x;
@@ -396,7 +396,9 @@ Pool2dKernel default_pool2d_kernel(const Pool2dProblem& pb) {
 template <class ExecSpace, class XView, class YView>
 Pool2dKernel default_pool2d_kernel(const Pool2dProblem& pb, const XView& x, const YView& y) {
   using T = view_scalar_t<YView>;
-  if constexpr (!runs_on_host_v<ExecSpace>) {
+  // (the 2x2 window kernel moves x and y as 4-vectors of one type, float or double)
+  if constexpr (!runs_on_host_v<ExecSpace> && std::is_same_v<view_scalar_t<XView>, T> &&
+                !is_16bit_storage_v<T>) {
     const bool row_major = is_row_major(x) && is_row_major(y);
     const bool window2x2 =
         pb.pool.layout == Layout::NCHW
@@ -419,15 +421,24 @@ void pool2d_launch_layout(const ExecSpace& space, const XView& x, const BView& b
     Kokkos::parallel_for(label, Policy(space, 0, static_cast<I>(pb.output_size())),
                          Pool2dFlatKernel<Mode, L, I, XView, BView, YView>(x, bias, y, pb));
   };
-  if (kernel == Pool2dKernel::Window2x2) {
-    using Kernel = Pool2dWindow2x2Kernel<Mode, L, view_scalar_t<YView>, BView>;
-    throw_if(!Kernel::applies(pb, x.data(), y.data(), is_row_major(x) && is_row_major(y)), label,
-             "internal: the 2x2 window kernel does not apply to this problem");
-    Kokkos::parallel_for(
-        label,
-        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int>>(space, 0, Kernel::threads(pb)),
-        Kernel(x.data(), y.data(), bias, pb));
-  } else if (kernel == Pool2dKernel::Flat32) {
+  constexpr bool window2x2_compiles = std::is_same_v<view_scalar_t<XView>, view_scalar_t<YView>> &&
+                                      !is_16bit_storage_v<view_scalar_t<YView>>;
+  if constexpr (!window2x2_compiles) {
+    throw_if(kernel == Pool2dKernel::Window2x2, label,
+             "internal: the 2x2 window kernel takes x and y of one 32- or 64-bit type");
+  } else {
+    if (kernel == Pool2dKernel::Window2x2) {
+      using Kernel = Pool2dWindow2x2Kernel<Mode, L, view_scalar_t<YView>, BView>;
+      throw_if(!Kernel::applies(pb, x.data(), y.data(), is_row_major(x) && is_row_major(y)), label,
+               "internal: the 2x2 window kernel does not apply to this problem");
+      Kokkos::parallel_for(
+          label,
+          Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int>>(space, 0, Kernel::threads(pb)),
+          Kernel(x.data(), y.data(), bias, pb));
+      return;
+    }
+  }
+  if (kernel == Pool2dKernel::Flat32) {
     flat(int{});
   } else if (kernel == Pool2dKernel::Flat64) {
     flat(std::int64_t{});

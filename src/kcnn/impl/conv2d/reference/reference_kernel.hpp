@@ -15,9 +15,12 @@
 
 namespace kcnn::Impl {
 
+/// Sums in the accumulator type of x's elements (float for the 16-bit types), the
+/// 16-bit factors converted exactly at the load; y may hold another type than x (the
+/// float buffer of a two-pass fused pooling), rounded once at the store.
 template <Layout L, class XView, class WView, class BView, class YView>
 struct Conv2dReferenceKernel {
-  using scalar = view_scalar_t<YView>;
+  using Acc = accumulator_t<view_scalar_t<XView>>;
 
   XView x;
   WView w;
@@ -41,7 +44,7 @@ struct Conv2dReferenceKernel {
     const std::int64_t h0 = p * pb.stride_h - pb.pad_h;
     const std::int64_t w0 = q * pb.stride_w - pb.pad_w;
 
-    accumulator_t<scalar> acc = 0;
+    Acc acc = 0;
     for (std::int64_t c = 0; c < pb.C; ++c) {
       for (std::int64_t r = 0; r < pb.R; ++r) {
         const std::int64_t h = h0 + r * pb.dilation_h;
@@ -49,12 +52,12 @@ struct Conv2dReferenceKernel {
         for (std::int64_t s = 0; s < pb.S; ++s) {
           const std::int64_t col = w0 + s * pb.dilation_w;
           if (col < 0 || col >= pb.W) continue;
-          acc += at<L>(x, n, c, h, col) * at<L>(w, m, c, r, s);
+          acc += Acc(at<L>(x, n, c, h, col)) * Acc(at<L>(w, m, c, r, s));
         }
       }
     }
-    if (pb.has_bias) acc += bias(m);
-    at<L>(y, n, m, p, q) = apply_activation(pb.activation, acc);
+    if (pb.has_bias) acc += Acc(bias(m));
+    at<L>(y, n, m, p, q) = from_compute<view_scalar_t<YView>>(apply_activation(pb.activation, acc));
   }
 };
 

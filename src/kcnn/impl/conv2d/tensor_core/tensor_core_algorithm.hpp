@@ -10,6 +10,7 @@
 
 #include "../../../types.hpp"
 #include "../../common/problem.hpp"
+#include "../algorithm.hpp"
 #include "launch.hpp"
 
 namespace kcnn::Impl {
@@ -21,7 +22,11 @@ struct TensorCoreGemmAlgorithm {
   static std::size_t launch(const ExecSpace& space, const XView& x, const WView& w,
                             const BView& bias, const YView& y, const Conv2dProblem& pb,
                             LaunchMode mode) {
-    return conv2d_tensor_core(space, x, w, bias, y, pb, mode);
+    if constexpr (refuses_16bit_v<XView>) {
+      return refuse_16bit<XView>(id);
+    } else {
+      return conv2d_tensor_core(space, x, w, bias, y, pb, mode);
+    }
   }
 };
 

@@ -10,6 +10,7 @@
 
 #include "../../../types.hpp"
 #include "../../common/problem.hpp"
+#include "../algorithm.hpp"
 #include "tiled.hpp"
 
 namespace kcnn::Impl {
@@ -21,8 +22,12 @@ struct TiledAlgorithm {
   static std::size_t launch(const ExecSpace& space, const XView& x, const WView& w,
                             const BView& bias, const YView& y, const Conv2dProblem& pb,
                             LaunchMode mode) {
-    conv2d_tiled(space, x, w, bias, y, pb, TiledTuning{}, mode);
-    return 0;
+    if constexpr (refuses_16bit_v<XView>) {
+      return refuse_16bit<XView>(id);
+    } else {
+      conv2d_tiled(space, x, w, bias, y, pb, TiledTuning{}, mode);
+      return 0;
+    }
   }
 };
 

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file test_16bit_ops.cpp
+/// \brief Views of Kokkos' half_t and kcnn::bfloat16 through the operations that take them
+///        so far: conv2d_forward (Reference, Auto; the other algorithms must refuse before
+///        writing), its fused pooling, pool2d_forward, im2col and activation_backward,
+///        over the shape families x layouts x backends.
+///
+/// The reference is the double computation on the inputs as rounded to the 16-bit type
+/// (read back from the Views). A 16-bit result is float sums rounded once, so its error is
+/// at most the type's unit roundoff u (2^-8 bfloat16, 2^-11 half) of the exact value plus
+/// the float sums' rounding carried through that rounding: |got - want| <= u |want| +
+/// (1 + u) (K + 2) 2^-24 S, with K the products per output and S the sum of their
+/// magnitudes (plus the bias); activations have slopes of at most 1 and add their own
+/// float rounding (2^-24 |want|, taken as 4 ulps). Where Kokkos stores the type as float
+/// (host builds' half_t) the bound holds with room to spare.
+
+#include "test_support.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+using namespace kcnn_test;
+
+template <class T>
+std::string type_name() {
+  if constexpr (std::is_same_v<T, kcnn::bfloat16> && !std::is_same_v<T, float>) return "bfloat16";
+  if constexpr (std::is_same_v<T, Kokkos::Experimental::half_t> && !std::is_same_v<T, float>)
+    return "half";
+  return "float (a 16-bit name Kokkos stores as float)";
+}
+
+/// The unit roundoff of T's rounding to nearest: 2^-p for p significand bits.
+template <class T>
+double unit_roundoff() {
+  if constexpr (sizeof(T) == 4) return std::ldexp(1.0, -24);
+  if constexpr (std::is_same_v<T, kcnn::bfloat16>) return std::ldexp(1.0, -8);
+  return std::ldexp(1.0, -11);
+}
+
+/// Fills a 16-bit View with NaN (std::numeric_limits knows no 16-bit type).
+template <class View>
+void poison16(const View& v) {
+  using T = typename View::value_type;
+  Kokkos::deep_copy(v, T(std::numeric_limits<float>::quiet_NaN()));
+}
+
+/// Compares elementwise with the bound of the file comment; `scale[i]` is S for output i
+/// and `products` is K.
+template <class T>
+void expect_within_16bit_bound(const std::vector<double>& got, const std::vector<double>& want,
+                               const std::vector<double>& scale, double products) {
+  ASSERT_EQ(got.size(), want.size());
+  const double u = unit_roundoff<T>(), f = std::ldexp(1.0, -24);
+  std::size_t wrong = 0, first = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double bound = u * std::abs(want[i]) +
+                         (1 + u) * ((products + 2) * f * scale[i] + 4 * f * std::abs(want[i]));
+    if (!(std::abs(got[i] - want[i]) <= bound) && wrong++ == 0) first = i;
+  }
+  EXPECT_EQ(wrong, 0u) << "first wrong output " << first << ": got " << got[first] << ", want "
+                       << want[first] << " (" << wrong << " of " << got.size() << ")";
+}
+
+/// S per output of a convolution: sum |x| |w| + |bias|, the conv of the magnitudes.
+std::vector<double> conv_scale(const ConvCase& c, const std::vector<double>& x,
+                               const std::vector<double>& w, const std::vector<double>& b) {
+  ConvCase magnitude = c;
+  magnitude.activation = kcnn::Activation::Identity;
+  auto abs_all = [](std::vector<double> v) {
+    for (double& e : v)
+      e = std::abs(e);
+    return v;
+  };
+  return host_conv2d(magnitude, abs_all(x), abs_all(w), abs_all(b));
+}
+
+std::vector<ConvCase> cases_in_both_layouts() {
+  std::vector<ConvCase> out;
+  for (const auto& base : conv_shape_families())
+    for (auto layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
+      ConvCase c = base;
+      c.layout = layout;
+      c.bias = true;
+      c.activation = out.size() % 3 == 0   ? kcnn::Activation::ReLU
+                     : out.size() % 3 == 1 ? kcnn::Activation::Tanh
+                                           : kcnn::Activation::Identity;
+      out.push_back(c);
+    }
+  return out;
+}
+
+/// conv2d_forward with algorithm `algo` on T Views of case c: Reference and Auto compute
+/// it within the bound; every other algorithm throws kcnn::Error and writes nothing.
+template <class T, class Space>
+void check_conv(const Space& space, const ConvCase& c, kcnn::ConvAlgo algo) {
+  SCOPED_TRACE(type_name<T>() + " " + c.name + " " + kcnn::to_string(c.layout) + " " +
+               kcnn::to_string(algo));
+  const auto x =
+      make_tensor<T, Space>("x", c.x_extents(), random_values(product(c.x_extents()), 11));
+  const auto w =
+      make_tensor<T, Space>("w", c.w_extents(), random_values(product(c.w_extents()), 22));
+  const auto bias = make_vector<T, Space>("bias", random_values(c.M, 33));
+  const auto xv = to_host(x), wv = to_host(w), bv = to_host(bias);
+  const auto ye = c.y_extents();
+  Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+  poison16(y);
+  auto params = c.params();
+  params.algo = algo;
+  const bool takes_16bit = algo == kcnn::ConvAlgo::Reference || algo == kcnn::ConvAlgo::Auto;
+  if (!takes_16bit && std::is_same_v<T, float>) return;  // float: the float tests' work
+  if (!takes_16bit) {
+    EXPECT_THROW(kcnn::conv2d_forward(space, x, w, bias, y, params), kcnn::Error);
+    space.fence();
+    EXPECT_TRUE(all_nan(to_host(y))) << "a refused call wrote y";
+    return;
+  }
+  kcnn::conv2d_forward(space, x, w, bias, y, params);
+  space.fence();
+  expect_within_16bit_bound<T>(to_host(y), host_conv2d(c, xv, wv, bv), conv_scale(c, xv, wv, bv),
+                               double(c.C) * c.R * c.S);
+}
+
+template <class T>
+void run_conv_cases() {
+  for (auto b : backends())
+    with_backend(b, [&](const auto& space) {
+      using Space = std::decay_t<decltype(space)>;
+      SCOPED_TRACE(backend_name(b));
+      for (const auto& c : cases_in_both_layouts())
+        for (auto algo : {kcnn::ConvAlgo::Reference, kcnn::ConvAlgo::Auto, kcnn::ConvAlgo::Tiled,
+                          kcnn::ConvAlgo::Im2colGemm, kcnn::ConvAlgo::ImplicitGemm,
+                          kcnn::ConvAlgo::TensorCoreGemm})
+          check_conv<T, Space>(space, c, algo);
+    });
+}
+
+TEST(Conv2d16Bit, BfloatReferenceAndAutoWithinTheRoundingBoundOthersRefuse) {
+  run_conv_cases<kcnn::bfloat16>();
+}
+
+TEST(Conv2d16Bit, HalfReferenceAndAutoWithinTheRoundingBoundOthersRefuse) {
+  run_conv_cases<Kokkos::Experimental::half_t>();
+}
+
+/// The fused pooling: conv -> pool in float, rounded once (max and average, overlapping
+/// and padded windows).
+template <class T>
+void run_fused_cases() {
+  const std::vector<FusedCase> fused = {
+      {conv(conv_shape_families()[1], kcnn::Activation::ReLU, true),
+       pool(2, 2, 2, 2, 0, 0, kcnn::PoolMode::Max)},
+      {conv(conv_shape_families()[4], kcnn::Activation::Tanh, true),
+       pool(3, 3, 2, 2, 1, 1, kcnn::PoolMode::Average, false)},
+      {conv(conv_shape_families()[18], kcnn::Activation::Identity, true),
+       pool(3, 2, 1, 2, 1, 0, kcnn::PoolMode::Average, true, kcnn::Activation::Sigmoid)},
+  };
+  for (auto b : backends())
+    with_backend(b, [&](const auto& space) {
+      using Space = std::decay_t<decltype(space)>;
+      SCOPED_TRACE(backend_name(b));
+      for (auto f : fused)
+        for (auto layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
+          f.conv.layout = layout;
+          const ConvCase& c = f.conv;
+          const PoolCase pc = pool_of(f);
+          SCOPED_TRACE(type_name<T>() + " " + c.name + " " + kcnn::to_string(layout));
+          const auto x =
+              make_tensor<T, Space>("x", c.x_extents(), random_values(product(c.x_extents()), 1));
+          const auto w =
+              make_tensor<T, Space>("w", c.w_extents(), random_values(product(c.w_extents()), 2));
+          const auto bias = make_vector<T, Space>("bias", random_values(c.M, 3));
+          const auto xv = to_host(x), wv = to_host(w), bv = to_host(bias);
+          const auto ye = pc.y_extents();
+          Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+          for (auto algo : {kcnn::ConvAlgo::Reference, kcnn::ConvAlgo::Auto}) {
+            poison16(y);
+            auto params = c.params();
+            params.algo = algo;
+            params.pool = pc.params();
+            kcnn::conv2d_forward(space, x, w, bias, y, params);
+            space.fence();
+            // S of a pooled output: the largest S of its window (an average is no larger).
+            PoolCase max_of_scale = pc;
+            max_of_scale.mode = kcnn::PoolMode::Max;
+            max_of_scale.activation = kcnn::Activation::Identity;
+            const auto scale = host_pool2d(max_of_scale, conv_scale(c, xv, wv, bv), {});
+            expect_within_16bit_bound<T>(to_host(y),
+                                         host_pool2d(pc, host_conv2d(c, xv, wv, bv), {}), scale,
+                                         double(c.C) * c.R * c.S + pc.window_h * pc.window_w);
+          }
+        }
+    });
+}
+
+TEST(Conv2d16Bit, BfloatFusedPoolingRoundsOnce) {
+  run_fused_cases<kcnn::bfloat16>();
+}
+TEST(Conv2d16Bit, HalfFusedPoolingRoundsOnce) {
+  run_fused_cases<Kokkos::Experimental::half_t>();
+}
+
+/// pool2d_forward: Max of 16-bit values is exact (with no bias and no activation the
+/// result equals the reference bit for bit); Average and the epilogue within the bound.
+template <class T>
+void run_pool_cases() {
+  std::vector<PoolCase> cases;
+  auto add = [&](PoolCase p, int N, int C, int H, int W, bool bias) {
+    p.N = N, p.C = C, p.H = H, p.W = W, p.bias = bias;
+    for (auto layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
+      p.layout = layout;
+      cases.push_back(p);
+    }
+  };
+  add(pool(2, 2, 2, 2, 0, 0, kcnn::PoolMode::Max), 2, 4, 28, 28, false);  // LeNet's, 2x2 kernel
+  add(pool(2, 2, 2, 2, 0, 0, kcnn::PoolMode::Max), 1, 3, 9, 7, false);
+  add(pool(3, 3, 2, 2, 1, 1, kcnn::PoolMode::Max, true, kcnn::Activation::ReLU), 2, 5, 13, 11,
+      true);
+  add(pool(3, 2, 3, 1, 1, 0, kcnn::PoolMode::Average, false), 1, 7, 17, 10, false);
+  add(pool(4, 4, 4, 4, 0, 0, kcnn::PoolMode::Average, true, kcnn::Activation::Tanh), 3, 16, 8, 8,
+      true);
+  for (auto b : backends())
+    with_backend(b, [&](const auto& space) {
+      using Space = std::decay_t<decltype(space)>;
+      SCOPED_TRACE(backend_name(b));
+      for (const auto& pc : cases) {
+        SCOPED_TRACE(type_name<T>() + " pool " + std::to_string(pc.window_h) + "x" +
+                     std::to_string(pc.window_w) + " " + kcnn::to_string(pc.layout));
+        const auto x =
+            make_tensor<T, Space>("x", pc.x_extents(), random_values(product(pc.x_extents()), 4));
+        const auto bias = make_vector<T, Space>("bias", random_values(pc.bias ? pc.C : 0, 5));
+        const auto xv = to_host(x), bv = to_host(bias);
+        const auto ye = pc.y_extents();
+        Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+        poison16(y);
+        auto params = pc.params();
+        kcnn::pool2d_forward(space, x, bias, y, params);
+        space.fence();
+        const auto got = to_host(y), want = host_pool2d(pc, xv, bv);
+        if (pc.mode == kcnn::PoolMode::Max && !pc.bias &&
+            pc.activation == kcnn::Activation::Identity) {
+          EXPECT_EQ(got, want) << "Max of 16-bit values must be exact";
+          continue;
+        }
+        PoolCase magnitude = pc;
+        magnitude.mode = kcnn::PoolMode::Max;
+        magnitude.activation = kcnn::Activation::Identity;
+        std::vector<double> xa = xv, ba = bv;
+        for (double& e : xa)
+          e = std::abs(e);
+        for (double& e : ba)
+          e = std::abs(e);
+        expect_within_16bit_bound<T>(got, want, host_pool2d(magnitude, xa, ba),
+                                     double(pc.window_h) * pc.window_w);
+      }
+    });
+}
+
+TEST(Pool2d16Bit, BfloatMaxExactAverageWithinTheRoundingBound) {
+  run_pool_cases<kcnn::bfloat16>();
+}
+TEST(Pool2d16Bit, HalfMaxExactAverageWithinTheRoundingBound) {
+  run_pool_cases<Kokkos::Experimental::half_t>();
+}
+
+/// im2col moves values: a T View unrolls to exactly the float unrolling of its values.
+template <class T>
+void run_im2col_cases() {
+  using Matrix = Kokkos::View<T**, Kokkos::LayoutRight>;
+  using FloatMatrix = Kokkos::View<float**, Kokkos::LayoutRight>;
+  Kokkos::DefaultExecutionSpace space;
+  using Space = Kokkos::DefaultExecutionSpace;
+  for (const auto& c : cases_in_both_layouts()) {
+    SCOPED_TRACE(type_name<T>() + " im2col " + c.name + " " + kcnn::to_string(c.layout));
+    const auto x =
+        make_tensor<T, Space>("x", c.x_extents(), random_values(product(c.x_extents()), 7));
+    const auto x_float = make_tensor<float, Space>("x_float", c.x_extents(), to_host(x));
+    const std::int64_t K = std::int64_t(c.C) * c.R * c.S, J = std::int64_t(c.N) * c.P() * c.Q();
+    const bool nhwc = c.nhwc();
+    Matrix cols("cols", nhwc ? J : K, nhwc ? K : J);
+    FloatMatrix cols_float("cols_float", nhwc ? J : K, nhwc ? K : J);
+    poison16(cols);
+    kcnn::im2col(space, x, c.R, c.S, c.params(), cols);
+    kcnn::im2col(space, x_float, c.R, c.S, c.params(), cols_float);
+    space.fence();
+    EXPECT_EQ(to_host(cols), to_host(cols_float));
+  }
+}
+
+TEST(Im2col16Bit, BfloatUnrollsExactly) {
+  run_im2col_cases<kcnn::bfloat16>();
+}
+TEST(Im2col16Bit, HalfUnrollsExactly) {
+  run_im2col_cases<Kokkos::Experimental::half_t>();
+}
+
+/// activation_backward: dx = dy * act'(y) in float, rounded once.
+template <class T>
+void run_activation_backward_cases() {
+  using Space = Kokkos::DefaultExecutionSpace;
+  Space space;
+  const ConvCase shape{"act", 2, 3, 7, 5, 1, 1, 1};
+  for (auto act : {kcnn::Activation::Identity, kcnn::Activation::ReLU, kcnn::Activation::Sigmoid,
+                   kcnn::Activation::Tanh}) {
+    SCOPED_TRACE(type_name<T>() + " " + kcnn::to_string(act));
+    std::vector<double> yv = random_values(product(shape.x_extents()), 8);
+    for (double& v : yv)  // outputs the activation can produce
+      v = act == kcnn::Activation::Sigmoid ? 0.5 + 0.5 * v
+          : act == kcnn::Activation::ReLU  ? std::max(0.0, v)
+                                           : v;
+    const auto y = make_tensor<T, Space>("y", shape.x_extents(), yv);
+    const auto dy = make_tensor<T, Space>("dy", shape.x_extents(), random_values(yv.size(), 9));
+    const auto ye = shape.x_extents();
+    Tensor4<T, Space> dx("dx", ye[0], ye[1], ye[2], ye[3]);
+    poison16(dx);
+    kcnn::activation_backward(space, act, y, dy, dx);
+    space.fence();
+    const auto yr = to_host(y), dyr = to_host(dy);
+    std::vector<double> want(yr.size()), scale(yr.size());
+    for (std::size_t i = 0; i < yr.size(); ++i) {
+      const double slope = act == kcnn::Activation::ReLU      ? (yr[i] > 0 ? 1.0 : 0.0)
+                           : act == kcnn::Activation::Sigmoid ? yr[i] * (1 - yr[i])
+                           : act == kcnn::Activation::Tanh    ? 1 - yr[i] * yr[i]
+                                                              : 1.0;
+      want[i] = dyr[i] * slope;
+      scale[i] = std::abs(dyr[i]) * (1 + std::abs(yr[i]) + yr[i] * yr[i]);
+    }
+    expect_within_16bit_bound<T>(to_host(dx), want, scale, 2);
+  }
+}
+
+TEST(ActivationBackward16Bit, BfloatWithinTheRoundingBound) {
+  run_activation_backward_cases<kcnn::bfloat16>();
+}
+TEST(ActivationBackward16Bit, HalfWithinTheRoundingBound) {
+  run_activation_backward_cases<Kokkos::Experimental::half_t>();
+}
+
+}  // namespace
