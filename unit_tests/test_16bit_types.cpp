@@ -204,8 +204,9 @@ void check_rounding(const Format16& format) {
       ASSERT_TRUE(std::isnan(f)) << format.name << " 0x" << std::hex << b;
       const std::uint16_t back = bits_of(T(f));
       ASSERT_TRUE(std::isnan(format.decode(back))) << format.name << " 0x" << std::hex << b;
-      if (keeps_nan_sign_v<T>)
+      if (keeps_nan_sign_v<T>) {
         ASSERT_EQ(back & 0x8000u, bits & 0x8000u) << format.name << " 0x" << std::hex << b;
+      }
       continue;
     }
     ASSERT_EQ(static_cast<double>(f), want) << format.name << " 0x" << std::hex << b;
@@ -217,7 +218,9 @@ void check_rounding(const Format16& format) {
     std::memcpy(&f, &u, sizeof(f));
     const std::uint16_t b = bits_of(T(f));
     EXPECT_TRUE(std::isnan(format.decode(b))) << format.name << " 0x" << std::hex << u;
-    if (keeps_nan_sign_v<T>) EXPECT_EQ(b >> 15, u >> 31) << format.name << " 0x" << std::hex << u;
+    if (keeps_nan_sign_v<T>) {
+      EXPECT_EQ(b >> 15, u >> 31) << format.name << " 0x" << std::hex << u;
+    }
     EXPECT_EQ(convert_on_device<T>({f})[0], b) << format.name << " 0x" << std::hex << u;
   }
 }
