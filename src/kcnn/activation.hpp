@@ -32,7 +32,8 @@ namespace kcnn {
 /// \param dy         [in]  the gradient of y, same extents and strides as y
 /// \param dx         [out] the gradient of z, same extents and strides as y
 ///
-/// Views hold float or double (the same for all), are contiguous, accessible from
+/// Views hold float, double, Kokkos::Experimental::half_t or kcnn::bfloat16 (the same for
+/// all; 16-bit values are computed in float and rounded once), are contiguous, accessible from
 /// `ExecSpace` and laid out alike (the same extents and strides: e.g. all LayoutRight).
 /// dx may be the same View as dy (or y), element for element, for an in-place update;
 /// any other overlap is an error. Asynchronous on `space`. Empty Views are a no-op.
@@ -51,7 +52,8 @@ void activation_backward(const ExecSpace& space, Activation activation, const YV
   using T = Impl::view_scalar_t<DXView>;
   static_assert(Impl::is_supported_scalar_v<T> && std::is_same_v<Impl::view_scalar_t<YView>, T> &&
                     std::is_same_v<Impl::view_scalar_t<DYView>, T>,
-                "kcnn::activation_backward: y, dy and dx must hold the same type, float or double");
+                "kcnn::activation_backward: y, dy and dx must hold the same type (float, double, "
+                "half_t or kcnn::bfloat16)");
   static_assert(!std::is_const_v<typename DXView::value_type>,
                 "kcnn::activation_backward: dx is the output and must not be const");
   static_assert(Impl::is_accessible_from_v<ExecSpace, YView> &&

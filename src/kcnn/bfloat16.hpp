@@ -13,6 +13,9 @@
 /// type (KOKKOS_HALF_T_IS_FLOAT / KOKKOS_BHALF_T_IS_FLOAT true, e.g. every host-only
 /// build of Kokkos 3.4 and 4.x): there a View of `half_t` or `bhalf_t` is a View of
 /// float, stored and computed as float, more accurate than asked.
+///
+/// NaNs: kcnn's own conversion keeps a NaN's sign; Kokkos' half_t conversion (CUDA's
+/// __float2half) returns the canonical positive NaN. Either way a NaN stays a NaN.
 #pragma once
 
 #include <Kokkos_Core.hpp>

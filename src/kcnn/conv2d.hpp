@@ -99,8 +99,12 @@ constexpr void static_check_conv2d_views() {
 /// them strictly, more accurately than asked; Im2colGemm binds cuBLAS' TF32 math mode
 /// for TF32 (and computes TF32x3 strictly).
 ///
-/// Views hold float or double (the same for all; inputs may be const), are contiguous
-/// (LayoutRight or LayoutLeft) and accessible from `ExecSpace`; y must not overlap x, w
+/// 16-bit tensors (Kokkos::Experimental::half_t, kcnn::bfloat16) are computed in float and
+/// rounded once at the store; so far ConvAlgo::Reference (and Auto, which picks it) runs
+/// them, and the other algorithms throw kcnn::Error.
+///
+/// Views hold one element type (float, double or a 16-bit type; inputs may be const), are
+/// contiguous (LayoutRight or LayoutLeft) and accessible from `ExecSpace`; y must not overlap x, w
 /// or bias. An empty batch (N = 0) or no filters (M = 0) is a valid no-op.
 /// \throws kcnn::Error on any invalid argument; also for algorithms not implemented yet.
 template <class ExecSpace, class XView, class WView, class BView, class YView>

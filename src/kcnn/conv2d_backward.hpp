@@ -101,10 +101,10 @@ void conv2d_backward_data(const ExecSpace& space, const DYView& dy, const WView&
 /// \param dbias  [out] rank 1, extent M, or extent 0 when the layer has no bias
 /// \param params [in]  as for conv2d_backward_data
 ///
-/// Views hold float or double (the same for all), are contiguous and accessible from
-/// `ExecSpace`; dw and dbias must not overlap x, dy or each other. N = 0 gives dw = 0 and
-/// dbias = 0; M = 0 is a no-op.
-/// \throws kcnn::Error, before anything is written, as conv2d_backward_data (with dw in
+/// Views hold float or double (the same for all; 16-bit types not yet), are contiguous and
+/// accessible from `ExecSpace`; dw and dbias must not overlap x, dy or each other. N = 0 gives dw =
+/// 0 and dbias = 0; M = 0 is a no-op. \throws kcnn::Error, before anything is written, as
+/// conv2d_backward_data (with dw in
 ///         w's role), and on a dbias extent other than 0 or M.
 template <class ExecSpace, class XView, class DYView, class DWView, class DBView>
 void conv2d_backward_weights(const ExecSpace& space, const XView& x, const DYView& dy,

@@ -162,8 +162,9 @@ void col2im(const ExecSpace& space, const ColsView& cols, int kernel_h, int kern
 /// memory with x. n = 0 (cols with no pixels) is a valid no-op.
 ///
 /// \param space       execution space instance (stream) to run on
-/// \param x           [in]  rank 4: NCHW (N, C, H, W) or NHWC (N, H, W, C); float or
-///                          double, may be const; LayoutRight or LayoutLeft, contiguous
+/// \param x           [in]  rank 4: NCHW (N, C, H, W) or NHWC (N, H, W, C); float,
+///                          double, half_t or kcnn::bfloat16 (col2im: not the 16-bit
+///                          types yet), may be const; LayoutRight or LayoutLeft, contiguous
 /// \param kernel_h    window height R (>= 1)
 /// \param kernel_w    window width S (>= 1)
 /// \param params      stride, padding, dilation and layout (activation, algo and the

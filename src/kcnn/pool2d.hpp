@@ -52,7 +52,8 @@ constexpr void static_check_pool2d_views() {
 /// window_h*window_w when count_include_pad, else by the number of real cells. Since
 /// pad < window is required, every window holds at least one real cell.
 ///
-/// Views hold float or double (the same for all; inputs may be const), are contiguous
+/// Views hold one element type (float, double, or half_t / kcnn::bfloat16: pooled in float
+/// and rounded once; Max is exact; inputs may be const), are contiguous
 /// (LayoutRight or LayoutLeft) and accessible from `ExecSpace`; y must not overlap x or
 /// bias. An empty batch (N = 0) or no channels (C = 0) is a valid no-op.
 /// \throws kcnn::Error on window or stride < 1, negative padding, padding >= window, a

@@ -38,7 +38,8 @@ namespace kcnn {
 ///                     (apply kcnn::activation_backward to dy first; a pooling bias has
 ///                     the gradient sum(dy) per channel)
 ///
-/// Views hold float or double (the same for all; inputs may be const), are contiguous
+/// Views hold float or double (the same for all; inputs may be const; 16-bit types not
+/// yet), are contiguous
 /// and accessible from `ExecSpace`; dx must not overlap x or dy. N = 0 or C = 0 is a
 /// no-op.
 /// \throws kcnn::Error, before anything is written, on every parameter pool2d_forward

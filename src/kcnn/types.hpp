@@ -28,7 +28,8 @@ enum class ConvAlgo { Auto, Reference, Tiled, Im2colGemm, ImplicitGemm, TensorCo
 
 /// How much floating-point precision a convolution may give up for speed (model: oneDNN's
 /// fpmath_mode, cuDNN's math type, PyTorch's allow_tf32).
-///  - Strict: ordinary IEEE products and sums in the tensors' type (float or double).
+///  - Strict: ordinary IEEE products and sums in the tensors' type (float or double;
+///    16-bit tensors: exact products, float sums).
 ///  - TF32 (float tensors only): products on the GPU's tensor cores with both factors
 ///    rounded to TF32 (10 explicit mantissa bits, round to nearest), float sums. The
 ///    relative error of an output grows like sqrt(C*R*S) * 2^-11 of its magnitude scale.
