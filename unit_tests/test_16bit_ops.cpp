@@ -148,6 +148,49 @@ TEST(Conv2d16Bit, HalfReferenceAndAutoWithinTheRoundingBoundOthersRefuse) {
   run_conv_cases<Kokkos::Experimental::half_t>();
 }
 
+/// find_best_algo on a 16-bit problem: every algorithm that refuses the type is reported
+/// with its reason, the winner is Reference, and y holds its result.
+template <class T>
+void run_find_best_algo_case() {
+  using Space = Kokkos::DefaultExecutionSpace;
+  Space space;
+  ConvCase c = conv_shape_families()[1];  // "prime"
+  c.layout = kcnn::Layout::NHWC;
+  c.bias = true;
+  SCOPED_TRACE(type_name<T>());
+  const auto x =
+      make_tensor<T, Space>("x", c.x_extents(), random_values(product(c.x_extents()), 12));
+  const auto w =
+      make_tensor<T, Space>("w", c.w_extents(), random_values(product(c.w_extents()), 13));
+  const auto bias = make_vector<T, Space>("bias", random_values(c.M, 14));
+  const auto ye = c.y_extents();
+  Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+  poison16(y);
+  kcnn::FindAlgoOptions options;
+  options.repetitions = 1;
+  options.reuse_cached = false;
+  const kcnn::FindAlgoResult found =
+      kcnn::find_best_algo(space, x, w, bias, y, c.params(), options);
+  space.fence();
+  if constexpr (!std::is_same_v<T, float>) {
+    EXPECT_EQ(found.algo, kcnn::ConvAlgo::Reference);
+    for (const auto& t : found.timings)
+      if (t.algo != kcnn::ConvAlgo::Reference) {
+        EXPECT_FALSE(t.ok()) << kcnn::to_string(t.algo);
+        EXPECT_NE(t.error.find("does not take"), std::string::npos) << t.error;
+      }
+  }
+  const auto xv = to_host(x), wv = to_host(w), bv = to_host(bias);
+  expect_within_16bit_bound<T>(to_host(y), host_conv2d(c, xv, wv, bv), conv_scale(c, xv, wv, bv),
+                               double(c.C) * c.R * c.S);
+}
+
+TEST(Conv2d16Bit, FindBestAlgoPicksWhatCanRunIt) {
+  run_find_best_algo_case<kcnn::bfloat16>();
+  run_find_best_algo_case<Kokkos::Experimental::half_t>();
+  kcnn::clear_algo_cache();  // leave no winner behind for other tests
+}
+
 /// The fused pooling: conv -> pool in float, rounded once (max and average, overlapping
 /// and padded windows).
 template <class T>
