@@ -45,3 +45,14 @@
 #else
 #define KCNN_HOST_NOINLINE
 #endif
+
+/// Starts a hot host function on a 64-byte boundary, so that the alignment of its inner
+/// loops no longer depends on what the linker placed before it. The NCHW im2col's work
+/// item ran its LeNet C3 stride 2 rows 20% slower (`perf`: samples per run) when an
+/// unrelated change moved it from a 64-byte to a 16-byte boundary, the code unchanged
+/// (EPYC, session 15).
+#if defined(__GNUC__) || defined(__clang__)
+#define KCNN_HOST_ALIGN_HOT __attribute__((aligned(64)))
+#else
+#define KCNN_HOST_ALIGN_HOT
+#endif

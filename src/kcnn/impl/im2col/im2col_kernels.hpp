@@ -139,7 +139,7 @@ struct Im2colNchwHost {
   std::int64_t j0, count;
   std::int64_t row_first, rows, rows_per_item, items_per_k;
 
-  void operator()(const std::int64_t item) const {
+  KCNN_HOST_ALIGN_HOT void operator()(const std::int64_t item) const {
     const std::int64_t k = item / items_per_k;
     const std::int64_t g_begin = row_first + (item - k * items_per_k) * rows_per_item;
     const std::int64_t g_end = std::min(row_first + rows, g_begin + rows_per_item);
@@ -229,10 +229,9 @@ struct Im2colNchwHost {
   /// before the refactor. Strided runs (gathers) and the ImplicitGemm panel inline it: with
   /// the call, LeNet C3 stride 2 NCHW ran 24-25% slower in both algorithms (EPYC, per-row
   /// alternation, session 15).
-  KCNN_HOST_NOINLINE void full_rows_out_of_line(T* dst, const T* src, const std::int64_t run,
-                                                std::int64_t h, const std::int64_t lo,
-                                                const std::int64_t hi,
-                                                const std::int64_t step) const {
+  KCNN_HOST_NOINLINE KCNN_HOST_ALIGN_HOT void full_rows_out_of_line(
+      T* dst, const T* src, const std::int64_t run, std::int64_t h, const std::int64_t lo,
+      const std::int64_t hi, const std::int64_t step) const {
     full_rows(dst, src, run, h, lo, hi, step);
   }
 };
@@ -251,7 +250,7 @@ struct Im2colNhwcHost {
   std::int64_t j0, count;
   std::int64_t row_first;
 
-  void operator()(const std::int64_t item) const {
+  KCNN_HOST_ALIGN_HOT void operator()(const std::int64_t item) const {
     const std::int64_t g = row_first + item;
     const std::int64_t n = g / map.P, p = g - n * map.P;
     const std::int64_t qa = std::max<std::int64_t>(0, j0 - g * map.Q);
