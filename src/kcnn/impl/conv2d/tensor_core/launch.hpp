@@ -117,11 +117,11 @@ struct ChannelsLastStaging {
     T* const x_copy = reinterpret_cast<T*>(base);
     const Copy copy{x, xs, x_copy, C, H, W, copy_channel_tiles(), copy_pixel_tiles()};
     // copy_teams() fits int: the caller checked fits_launch.
-    Kokkos::parallel_for("kcnn::conv2d::tensor_core::x_channels_last",
-                         Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(copy_teams()),
-                                                       Copy::threads)
-                             .set_scratch_size(0, Kokkos::PerTeam(Copy::scratch_bytes())),
-                         copy);
+    Kokkos::parallel_for(
+        "kcnn::conv2d::tensor_core::x_channels_last",
+        Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(copy_teams()), Copy::threads)
+            .set_scratch_size(0, Kokkos::PerTeam(Copy::scratch_bytes())),
+        copy);
     o.x = x_copy;
     if (copy_w) {
       T* const w_copy = reinterpret_cast<T*>(base + x_bytes());
@@ -301,8 +301,7 @@ std::size_t tensor_core_launch_math(const ExecSpace& space, const ImplicitGemmOp
 template <Layout L, class ExecSpace, class T>
 std::size_t tensor_core_launch_operands(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
                                         TensorCoreVectorGathers vec, const Conv2dProblem& pb,
-                                        LaunchMode mode,
-                                        StagingFor<L, T> staging = nullptr) {
+                                        LaunchMode mode, StagingFor<L, T> staging = nullptr) {
   const std::size_t limit = pb.workspace_limit_bytes;
   if constexpr (std::is_same_v<T, double>) {
     return tensor_core_launch_math<TensorCoreMath::F64>(space, o, vec, limit, mode, staging);
