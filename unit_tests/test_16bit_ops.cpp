@@ -101,11 +101,9 @@ template <class T, class Space>
 void check_conv(const Space& space, const ConvCase& c, kcnn::ConvAlgo algo) {
   SCOPED_TRACE(type_name<T>() + " " + c.name + " " + kcnn::to_string(c.layout) + " " +
                kcnn::to_string(algo));
-  const auto x =
-      make_tensor<T, Space>("x", c.x_extents(), random_values(product(c.x_extents()), 11));
-  const auto w =
-      make_tensor<T, Space>("w", c.w_extents(), random_values(product(c.w_extents()), 22));
-  const auto bias = make_vector<T, Space>("bias", random_values(c.M, 33));
+  const RandomConvInputs<T, Space> in(c);  // the values as rounded to T: to_host
+  const auto &x = in.x, &w = in.w;
+  const auto& bias = in.bias;
   const auto xv = to_host(x), wv = to_host(w), bv = to_host(bias);
   const auto ye = c.y_extents();
   Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
@@ -158,11 +156,9 @@ void run_find_best_algo_case() {
   c.layout = kcnn::Layout::NHWC;
   c.bias = true;
   SCOPED_TRACE(type_name<T>());
-  const auto x =
-      make_tensor<T, Space>("x", c.x_extents(), random_values(product(c.x_extents()), 12));
-  const auto w =
-      make_tensor<T, Space>("w", c.w_extents(), random_values(product(c.w_extents()), 13));
-  const auto bias = make_vector<T, Space>("bias", random_values(c.M, 14));
+  const RandomConvInputs<T, Space> in(c);  // the values as rounded to T: to_host
+  const auto &x = in.x, &w = in.w;
+  const auto& bias = in.bias;
   const auto ye = c.y_extents();
   Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
   poison16(y);
@@ -213,11 +209,9 @@ void run_fused_cases() {
           const ConvCase& c = f.conv;
           const PoolCase pc = pool_of(f);
           SCOPED_TRACE(type_name<T>() + " " + c.name + " " + kcnn::to_string(layout));
-          const auto x =
-              make_tensor<T, Space>("x", c.x_extents(), random_values(product(c.x_extents()), 1));
-          const auto w =
-              make_tensor<T, Space>("w", c.w_extents(), random_values(product(c.w_extents()), 2));
-          const auto bias = make_vector<T, Space>("bias", random_values(c.M, 3));
+          const RandomConvInputs<T, Space> in(c);  // the values as rounded to T: to_host
+          const auto &x = in.x, &w = in.w;
+          const auto& bias = in.bias;
           const auto xv = to_host(x), wv = to_host(w), bv = to_host(bias);
           const auto ye = pc.y_extents();
           Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
