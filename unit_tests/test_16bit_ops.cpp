@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /// \file test_16bit_ops.cpp
 /// \brief Views of Kokkos' half_t and kcnn::bfloat16 through the operations that take them
-///        so far: conv2d_forward (Reference, Auto; the other algorithms must refuse before
-///        writing), its fused pooling, pool2d_forward, im2col and activation_backward,
-///        over the shape families x layouts x backends.
+///        so far: conv2d_forward (Reference, Auto, TensorCoreGemm where there are tensor
+///        cores; the other algorithms must refuse before writing), its fused pooling,
+///        pool2d_forward, im2col and activation_backward, over the shape families x layouts x
+///        backends.
 ///
 /// The reference is the double computation on the inputs as rounded to the 16-bit type
 /// (read back from the Views). A 16-bit result is float sums rounded once, so its error is
@@ -95,8 +96,9 @@ std::vector<ConvCase> cases_in_both_layouts() {
   return out;
 }
 
-/// conv2d_forward with algorithm `algo` on T Views of case c: Reference and Auto compute
-/// it within the bound; every other algorithm throws kcnn::Error and writes nothing.
+/// conv2d_forward with algorithm `algo` on T Views of case c: Reference, Auto and, where
+/// the backend has tensor cores, TensorCoreGemm compute it within the bound; every other
+/// algorithm throws kcnn::Error and writes nothing.
 template <class T, class Space>
 void check_conv(const Space& space, const ConvCase& c, kcnn::ConvAlgo algo) {
   SCOPED_TRACE(type_name<T>() + " " + c.name + " " + kcnn::to_string(c.layout) + " " +
@@ -110,15 +112,24 @@ void check_conv(const Space& space, const ConvCase& c, kcnn::ConvAlgo algo) {
   poison16(y);
   auto params = c.params();
   params.algo = algo;
-  const bool takes_16bit = algo == kcnn::ConvAlgo::Reference || algo == kcnn::ConvAlgo::Auto;
+  const bool takes_16bit =
+      algo == kcnn::ConvAlgo::Reference || algo == kcnn::ConvAlgo::Auto ||
+      (algo == kcnn::ConvAlgo::TensorCoreGemm && algo_serves<T, Space>(algo, params.math));
   if (!takes_16bit && std::is_same_v<T, float>) return;  // float: the float tests' work
+  auto forward = [&] {  // the reference adds the bias only where the case has one
+    if (c.bias) {
+      kcnn::conv2d_forward(space, x, w, bias, y, params);
+    } else {
+      kcnn::conv2d_forward(space, x, w, y, params);
+    }
+  };
   if (!takes_16bit) {
-    EXPECT_THROW(kcnn::conv2d_forward(space, x, w, bias, y, params), kcnn::Error);
+    EXPECT_THROW(forward(), kcnn::Error);
     space.fence();
     EXPECT_TRUE(all_nan(to_host(y))) << "a refused call wrote y";
     return;
   }
-  kcnn::conv2d_forward(space, x, w, bias, y, params);
+  forward();
   space.fence();
   expect_within_16bit_bound<T>(to_host(y), host_conv2d(c, xv, wv, bv), conv_scale(c, xv, wv, bv),
                                double(c.C) * c.R * c.S);
@@ -138,16 +149,88 @@ void run_conv_cases() {
     });
 }
 
-TEST(Conv2d16Bit, BfloatReferenceAndAutoWithinTheRoundingBoundOthersRefuse) {
+TEST(Conv2d16Bit, BfloatWithinTheRoundingBoundWhereTakenOthersRefuse) {
   run_conv_cases<kcnn::bfloat16>();
 }
 
-TEST(Conv2d16Bit, HalfReferenceAndAutoWithinTheRoundingBoundOthersRefuse) {
+TEST(Conv2d16Bit, HalfWithinTheRoundingBoundWhereTakenOthersRefuse) {
   run_conv_cases<Kokkos::Experimental::half_t>();
 }
 
-/// find_best_algo on a 16-bit problem: every algorithm that refuses the type is reported
-/// with its reason, the winner is Reference, and y holds its result.
+/// Shapes at the 16-bit tensor-core tiles' edges (64 x 128 or 128 x 64 filters x pixels,
+/// 32 taps a stage, m16n8k16): partial M, pixel and K tiles, K below one stage and not a
+/// multiple of the MMA's 16, channel counts that break the 16-byte (8-channel) gathers,
+/// K split into slices, 1x1 and strided, dilated layers.
+std::vector<ConvCase> tensor_core_16bit_edges() {
+  return {
+      {"tc16_m63_j127_k27", 1, 3, 9, 15, 63, 3, 3, 1, 1, 1, 1},
+      {"tc16_m65_k72_vec", 1, 8, 13, 11, 65, 3, 3},
+      {"tc16_m129_k576_vec", 2, 64, 9, 9, 129, 3, 3, 1, 1, 1, 1},
+      {"tc16_m128_j256_k16_1x1", 1, 16, 16, 16, 128, 1, 1},
+      {"tc16_m200_k18_odd_channels", 2, 2, 11, 13, 200, 3, 3, 2, 2, 1, 1},
+      {"tc16_m17_k1", 1, 1, 6, 5, 17, 1, 1},
+      {"tc16_dilated_strided", 2, 8, 23, 19, 40, 3, 3, 2, 3, 2, 2, 2, 2},
+      {"tc16_k2304", 1, 256, 6, 6, 70, 3, 3, 1, 1, 1, 1},
+      {"tc16_split_k_uneven", 2, 130, 5, 7, 33, 3, 3, 1, 1, 1, 1},
+      {"tc16_split_k_vec", 1, 128, 4, 5, 40, 3, 3, 1, 1, 1, 1},
+      {"tc16_c24_k216_vec", 3, 24, 10, 7, 96, 3, 3, 1, 1, 1, 1},
+  };
+}
+
+/// TensorCoreGemm on 16-bit tensors (m16n8k16, float sums) on the shape families and the
+/// tile edges, both layouts; NCHW with and without room in the workspace for the
+/// channels-last copy of x (staged where R*S > 1 and C is a multiple of 8, else its own
+/// NCHW kernel). Needs tensor cores (elsewhere run_conv_cases checks the refusal).
+template <class T>
+void run_tensor_core_cases() {
+  namespace I = kcnn::Impl;
+  if constexpr (!I::has_tensor_cores_v<Kokkos::DefaultExecutionSpace> || sizeof(T) != 2) {
+    GTEST_SKIP() << "no tensor cores or no 16-bit type in this build";
+  } else {
+    const Kokkos::DefaultExecutionSpace space;
+    std::vector<ConvCase> shapes = conv_shape_families();
+    for (const auto& e : tensor_core_16bit_edges())
+      shapes.push_back(e);
+    int i = 0;
+    for (ConvCase c : shapes)
+      for (auto layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
+        c.layout = layout;
+        c.bias = i % 2 == 0;
+        c.activation = i % 3 == 0 ? kcnn::Activation::ReLU : kcnn::Activation::Identity;
+        ++i;
+        const std::int64_t K = std::int64_t(c.C) * c.R * c.S;
+        I::ChannelsLastStaging<T> staging;
+        staging.N = c.N, staging.C = c.C, staging.H = c.H, staging.W = c.W;
+        staging.M = c.M, staging.R = c.R, staging.S = c.S;
+        const std::size_t pack =
+            I::with_tensor_core_tile<T, kcnn::Layout::NHWC>(c.M, [&](auto tile) {
+              return I::tensor_core_pack_bytes<decltype(tile), I::tensor_core_16bit_math_v<T>>(c.M,
+                                                                                               K);
+            });
+        const bool stages = layout == kcnn::Layout::NCHW && c.R * c.S > 1 && c.C % 8 == 0;
+        for (bool room : {true, false}) {
+          if (!room && !stages) continue;
+          SCOPED_TRACE(room ? "room for the channels-last copy" : "no room for the copy");
+          c.workspace_limit_bytes = room ? 0 : staging.bytes() + pack - 1;
+          const LaunchedKernels launched;
+          check_conv<T>(space, c, kcnn::ConvAlgo::TensorCoreGemm);
+          EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core::x_channels_last"), room && stages);
+        }
+      }
+  }
+}
+
+TEST(Conv2d16Bit, BfloatTensorCoreGemmOnTheTileEdges) {
+  run_tensor_core_cases<kcnn::bfloat16>();
+}
+
+TEST(Conv2d16Bit, HalfTensorCoreGemmOnTheTileEdges) {
+  run_tensor_core_cases<Kokkos::Experimental::half_t>();
+}
+
+/// find_best_algo on a 16-bit problem: every algorithm that refuses the type (or, for
+/// TensorCoreGemm, the backend) is reported with its reason, the winner is one that runs
+/// it (Reference, TensorCoreGemm where there are tensor cores), and y holds its result.
 template <class T>
 void run_find_best_algo_case() {
   using Space = Kokkos::DefaultExecutionSpace;
@@ -169,12 +252,17 @@ void run_find_best_algo_case() {
       kcnn::find_best_algo(space, x, w, bias, y, c.params(), options);
   space.fence();
   if constexpr (!std::is_same_v<T, float>) {
-    EXPECT_EQ(found.algo, kcnn::ConvAlgo::Reference);
-    for (const auto& t : found.timings)
-      if (t.algo != kcnn::ConvAlgo::Reference) {
-        EXPECT_FALSE(t.ok()) << kcnn::to_string(t.algo);
+    using kcnn::ConvAlgo;
+    const bool tensor_cores = algo_serves<T, Space>(ConvAlgo::TensorCoreGemm, c.math);
+    auto runs = [&](ConvAlgo a) {
+      return a == ConvAlgo::Reference || (a == ConvAlgo::TensorCoreGemm && tensor_cores);
+    };
+    EXPECT_TRUE(runs(found.algo)) << kcnn::to_string(found.algo);
+    for (const auto& t : found.timings) {
+      EXPECT_EQ(t.ok(), runs(t.algo)) << kcnn::to_string(t.algo) << ": " << t.error;
+      if (!runs(t.algo) && t.algo != ConvAlgo::TensorCoreGemm)
         EXPECT_NE(t.error.find("does not take"), std::string::npos) << t.error;
-      }
+    }
   }
   const auto xv = to_host(x), wv = to_host(w), bv = to_host(bias);
   expect_within_16bit_bound<T>(to_host(y), host_conv2d(c, xv, wv, bv), conv_scale(c, xv, wv, bv),

@@ -7,6 +7,8 @@
 // combinations throw before writing; TensorCoreGemm's can_implement per backend.
 #include "test_support.hpp"
 
+#include <cstring>
+
 namespace kcnn_test {
 namespace {
 
@@ -290,9 +292,9 @@ TEST(TensorCoreGemm, PackedWeightsHoldTheFragmentsTheMmasRead) {
           constexpr Layout L = decltype(layout_tag)::value;
           Kokkos::parallel_for(
               Kokkos::RangePolicy<Host, Kokkos::IndexType<std::int64_t>>(0, shape.elements()),
-              I::PackTensorCoreWeights<L, decltype(round_tag)::value>{I::UnrollMap<L>::from(pb),
-                                                                      w.data(), ws, packed.data(),
-                                                                      g.M, K, shape.m_pad / 16});
+              I::PackTensorCoreWeights<L, float, decltype(round_tag)::value>{
+                  I::UnrollMap<L>::from(pb), w.data(), ws, packed.data(), g.M, K,
+                  shape.m_pad / 16});
           Kokkos::fence();
         };
         auto pack_rounded = [&](auto layout_tag) {
@@ -335,6 +337,111 @@ TEST(TensorCoreGemm, PackedWeightsHoldTheFragmentsTheMmasRead) {
       }
 }
 
+/// 16-bit weights are packed as m16n8k16's A fragments (PTX ISA, "Matrix Fragments for
+/// mma.m16n8k16"): lane (g, t) of MMA k-step ks holds in register r (two elements, the
+/// lower k in the low half) row g + 8 (r % 2), taps 16 ks + 2 t + 8 (r / 2) and the next,
+/// the stage's taps in their natural order (B comes from ldmatrix on rows of taps in
+/// order); bit-exact copies, zeros past M and K; both layouts, on the host, for each
+/// 16-bit type that is 16 bits in this build (kcnn::bfloat16 is where Kokkos is older
+/// than 3.6; half_t and bhalf_t are float in host-only Kokkos builds).
+template <class B16>
+void check_packed_16bit_weights() {
+  namespace I = kcnn::Impl;
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  auto from_bits = [](std::uint16_t bits) {
+    B16 v;
+    std::memcpy(static_cast<void*>(&v), &bits, sizeof(v));  // (a class type in some builds)
+    return v;
+  };
+  auto bits_of = [](B16 v) {
+    std::uint16_t bits;
+    std::memcpy(&bits, static_cast<const void*>(&v), sizeof(bits));
+    return bits;
+  };
+  {
+    using Tile = I::TensorCoreTiles::Bit16NhwcSmallM<B16>;
+    struct Geometry {
+      int M, C, R, S;
+    };
+    for (Layout layout : {Layout::NCHW, Layout::NHWC})
+      for (Geometry g : {Geometry{1, 1, 1, 1}, Geometry{70, 3, 3, 3}, Geometry{17, 5, 1, 7},
+                         Geometry{64, 40, 1, 1}}) {
+        I::Conv2dProblem pb{};
+        pb.C = g.C, pb.H = 9, pb.W = 9, pb.R = g.R, pb.S = g.S, pb.M = g.M;
+        pb.P = pb.H - pb.R + 1, pb.Q = pb.W - pb.S + 1;
+        const int K = g.C * g.R * g.S;
+        const I::LogicalStrides ws = layout == Layout::NCHW
+                                         ? I::LogicalStrides{K, g.R * g.S, g.S, 1}
+                                         : I::LogicalStrides{K, 1, g.S * g.C, g.C};
+        // A distinct, nonzero bit pattern per weight: 0x1000 + m * K + k' (k' in (c, r, s)
+        // order), below the 16-bit limit for these geometries.
+        auto weight_bits = [&](int m, int c, int r, int s) {
+          return std::uint16_t(0x1000 + m * K + c * g.R * g.S + r * g.S + s);
+        };
+        Kokkos::View<B16*, Kokkos::HostSpace> w("w", std::size_t(g.M) * K);
+        for (int m = 0; m < g.M; ++m)
+          for (int c = 0; c < g.C; ++c)
+            for (int r = 0; r < g.R; ++r)
+              for (int s = 0; s < g.S; ++s)
+                w(ws.offset(m, c, r, s)) = from_bits(weight_bits(m, c, r, s));
+        const auto shape = I::TensorCorePackedWeightsShape<Tile>::of(g.M, K);
+        ASSERT_EQ(shape.m_pad, (g.M + 63) / 64 * 64);
+        ASSERT_EQ(shape.steps, (K + 31) / 32);
+        Kokkos::View<B16*, Kokkos::HostSpace> packed("packed", shape.elements());
+        Kokkos::deep_copy(packed, from_bits(0x7fc1));  // a NaN the packing must overwrite
+        auto pack = [&](auto layout_tag) {
+          constexpr Layout L = decltype(layout_tag)::value;
+          Kokkos::parallel_for(
+              Kokkos::RangePolicy<Host, Kokkos::IndexType<std::int64_t>>(0, shape.elements()),
+              I::PackTensorCoreWeights<L, B16, false>{I::UnrollMap<L>::from(pb), w.data(), ws,
+                                                      packed.data(), g.M, K, shape.m_pad / 16});
+          Kokkos::fence();
+        };
+        if (layout == Layout::NCHW) {
+          pack(std::integral_constant<Layout, Layout::NCHW>{});
+        } else {
+          pack(std::integral_constant<Layout, Layout::NHWC>{});
+        }
+        auto expected = [&](std::int64_t m, std::int64_t k) -> std::uint16_t {
+          if (m >= g.M || k >= K) return 0;
+          int c, r, s;
+          if (layout == Layout::NCHW) {
+            c = int(k / (g.R * g.S)), r = int(k / g.S % g.R), s = int(k % g.S);
+          } else {
+            r = int(k / (g.S * g.C)), s = int(k / g.C % g.S), c = int(k % g.C);
+          }
+          return weight_bits(int(m), c, r, s);
+        };
+        std::int64_t i = 0;
+        for (std::int64_t stage = 0; stage < shape.steps; ++stage)
+          for (std::int64_t block = 0; block < shape.m_pad / 16; ++block)
+            for (int ks = 0; ks < 2; ++ks)
+              for (int lane = 0; lane < 32; ++lane)
+                for (int reg = 0; reg < 4; ++reg)
+                  for (int half = 0; half < 2; ++half, ++i) {
+                    const int row = lane / 4 + 8 * (reg % 2);
+                    const int tap = 16 * ks + 2 * (lane % 4) + 8 * (reg / 2) + half;
+                    ASSERT_EQ(bits_of(packed(i)), expected(16 * block + row, 32 * stage + tap))
+                        << kcnn::to_string(layout) << " M " << g.M << " K " << K << " index " << i;
+                  }
+        ASSERT_EQ(i, shape.elements());
+      }
+  }
+}
+
+TEST(TensorCoreGemm, PackedSixteenBitWeightsHoldTheM16n8k16Fragments) {
+  int checked = 0;
+  if constexpr (sizeof(kcnn::bfloat16) == 2) {
+    check_packed_16bit_weights<kcnn::bfloat16>();
+    ++checked;
+  }
+  if constexpr (sizeof(Kokkos::Experimental::half_t) == 2) {
+    check_packed_16bit_weights<Kokkos::Experimental::half_t>();
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "no 16-bit type is 16 bits in this build";
+}
+
 /// TensorCoreGemm splits K where its tile grid leaves most of the H100's 264 team slots
 /// (132 multiprocessors x 2) idle, within the workspace budget, and nowhere else.
 TEST(TensorCoreGemm, SplitsKWhereTheTileGridIsSmall) {
@@ -358,28 +465,6 @@ TEST(TensorCoreGemm, SplitsKWhereTheTileGridIsSmall) {
   EXPECT_EQ(slices(Small{}, 40, 1152, 20), 2);           // tc_split_k_vec: one tile, 72 stages
   EXPECT_EQ(slices(Large{}, 512, 4608, 32 * 49, 1), 1);  // no room for partial sums
 }
-
-/// The kernels launched while it lives, by name (Kokkos Tools' parallel_for callback).
-class LaunchedKernels {
- public:
-  LaunchedKernels() {
-    names().clear();
-    Kokkos::Tools::Experimental::set_begin_parallel_for_callback(
-        [](const char* name, std::uint32_t, std::uint64_t*) { names().emplace_back(name); });
-  }
-  ~LaunchedKernels() { Kokkos::Tools::Experimental::set_begin_parallel_for_callback(nullptr); }
-  LaunchedKernels(const LaunchedKernels&) = delete;
-  LaunchedKernels& operator=(const LaunchedKernels&) = delete;
-  bool saw(const std::string& name) const {
-    return std::find(names().begin(), names().end(), name) != names().end();
-  }
-
- private:
-  static std::vector<std::string>& names() {
-    static std::vector<std::string> launched;
-    return launched;
-  }
-};
 
 /// NCHW problems with R*S > 1 and C a multiple of a 16-byte vector run on the NHWC kernel
 /// with x (and double's w) copied channels-last where the copies fit the workspace limit,

@@ -307,8 +307,30 @@ template <class T, class Space>
 bool algo_serves(kcnn::ConvAlgo algo, kcnn::MathMode math) {
   if (algo != kcnn::ConvAlgo::TensorCoreGemm) return true;
   if (!kcnn::Impl::has_tensor_cores_v<Space>) return false;
-  return std::is_same_v<T, double> || math != kcnn::MathMode::Strict;
+  return !std::is_same_v<T, float> || math != kcnn::MathMode::Strict;
 }
+
+/// The kernels launched while it lives, by name (Kokkos Tools' parallel_for callback).
+class LaunchedKernels {
+ public:
+  LaunchedKernels() {
+    names().clear();
+    Kokkos::Tools::Experimental::set_begin_parallel_for_callback(
+        [](const char* name, std::uint32_t, std::uint64_t*) { names().emplace_back(name); });
+  }
+  ~LaunchedKernels() { Kokkos::Tools::Experimental::set_begin_parallel_for_callback(nullptr); }
+  LaunchedKernels(const LaunchedKernels&) = delete;
+  LaunchedKernels& operator=(const LaunchedKernels&) = delete;
+  bool saw(const std::string& name) const {
+    return std::find(names().begin(), names().end(), name) != names().end();
+  }
+
+ private:
+  static std::vector<std::string>& names() {
+    static std::vector<std::string> launched;
+    return launched;
+  }
+};
 
 /// Whether every value is NaN (a poisoned output nothing wrote).
 inline bool all_nan(const std::vector<double>& v) {

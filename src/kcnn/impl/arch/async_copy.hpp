@@ -13,6 +13,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstdint>
+
 namespace kcnn::Impl {
 
 #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 800)
@@ -21,21 +23,29 @@ namespace kcnn::Impl {
 
 /// *dst = valid ? *src : 0, possibly still in flight on return. dst: level-0 team
 /// scratch; src: global memory, a valid address even when !valid (nothing is read
-/// then: the copy writes zeros, e.g. for padding cells).
+/// then: the copy writes zeros, e.g. for padding cells). 2-byte elements (the 16-bit
+/// types): cp.async copies 4, 8 or 16 bytes, so the thread loads and stores them itself
+/// and waits for the load (contiguous runs go through scratch_copy_async_16).
 template <class T>
 KOKKOS_FORCEINLINE_FUNCTION void scratch_copy_async(T* dst, const T* src, bool valid) {
+  if constexpr (sizeof(T) == 2) {
+    std::uint16_t bits = 0;
+    if (valid) bits = *reinterpret_cast<const std::uint16_t*>(src);
+    *reinterpret_cast<std::uint16_t*>(dst) = bits;
+  } else {
 #if defined(KCNN_ASYNC_SCRATCH_COPY)
-  static_assert(sizeof(T) == 4 || sizeof(T) == 8, "cp.async copies 4, 8 or 16 bytes");
-  const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  const int src_bytes = valid ? static_cast<int>(sizeof(T)) : 0;  // the rest is zero-filled
-  // No "memory" clobber: the copy's destination is only read after
-  // scratch_copies_wait() (which has one) and a team barrier. With the clobber the
-  // compiler reloaded every kernel parameter from constant memory after each copy.
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(shared), "l"(src),
-               "n"(static_cast<int>(sizeof(T))), "r"(src_bytes));
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "cp.async copies 4, 8 or 16 bytes");
+    const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    const int src_bytes = valid ? static_cast<int>(sizeof(T)) : 0;  // the rest is zero-filled
+    // No "memory" clobber: the copy's destination is only read after
+    // scratch_copies_wait() (which has one) and a team barrier. With the clobber the
+    // compiler reloaded every kernel parameter from constant memory after each copy.
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(shared), "l"(src),
+                 "n"(static_cast<int>(sizeof(T))), "r"(src_bytes));
 #else
-  *dst = valid ? *src : T(0);
+    *dst = valid ? *src : T(0);
 #endif
+  }
 }
 
 /// Waits until this thread's scratch_copy_async copies have landed (each thread its

@@ -11,6 +11,9 @@
 ///    c2 (g+8, 2t), c3 (g+8, 2t+1).
 ///  - m8n8k4 f64: A (8x4) a0 (g, t); B (4x8) b0 (t, g); C/D (8x8) c0 (g, 2t), c1 (g, 2t+1).
 ///  - m16n8k8 f64 (sm_90): as m16n8k8 TF32 with 64-bit elements.
+///  - m16n8k16 f16 / bf16: two 16-bit elements per 32-bit register, the lower k in the
+///    low half: A a0 (g, 2t..2t+1), a1 (g+8, 2t..2t+1), a2 (g, 2t+8..2t+9),
+///    a3 (g+8, 2t+8..2t+9); B b0 (2t..2t+1, g), b1 (2t+8..2t+9, g); C/D as m16n8k8.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -139,6 +142,47 @@ KOKKOS_FORCEINLINE_FUNCTION void mma_m16n8k8_f64(double (&top)[2], double (&bott
   mma_m8n8k4_f64(bottom, a[1], b[0]);
   mma_m8n8k4_f64(top, a[2], b[1]);  // k = t + 4
   mma_m8n8k4_f64(bottom, a[3], b[1]);
+#endif
+}
+
+/// The 16-bit factor formats of mma.sync m16n8k16 (float sums).
+enum class Mma16BitFormat { Half, BFloat16 };
+
+/// d += a * b, m16n8k16, 16-bit factors in format F (exact products), float sums.
+template <Mma16BitFormat F>
+KOKKOS_FORCEINLINE_FUNCTION void mma_m16n8k16(float (&d)[4], const std::uint32_t (&a)[4],
+                                              const std::uint32_t b0, const std::uint32_t b1) {
+#if defined(KCNN_ARCH_MMA_SM80)
+  if constexpr (F == Mma16BitFormat::BFloat16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+#else
+  (void)d, (void)a, (void)b0, (void)b1;
+#endif
+}
+
+/// Four 8 x 8 matrices of 16-bit elements from team scratch (ldmatrix .x4): lanes 8q..8q+7
+/// give the addresses of matrix q's rows 0..7 (16 bytes each, 16-byte aligned); lane
+/// (g = lane / 4, t = lane % 4) receives in r[q] row g, elements 2t and 2t + 1 of matrix
+/// q: an m16n8k16 fragment's register (B: rows are the columns n, k contiguous).
+KOKKOS_FORCEINLINE_FUNCTION void ldmatrix_x4(std::uint32_t (&r)[4], const void* row) {
+#if defined(KCNN_ARCH_MMA_SM80)
+  const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared));
+#else
+  (void)r, (void)row;
 #endif
 }
 

@@ -77,8 +77,10 @@ KOKKOS_INLINE_FUNCTION Pixel<std::int64_t> widen(const Pixel<int>& p) {
   return {p.n, p.p, p.q};
 }
 
-/// Raw operands of the GEMM view, shared by the GPU and host kernels.
-template <Layout L, class T>
+/// Raw operands of the GEMM view, shared by the GPU and host kernels: x, w and bias of
+/// type T, y of type Y (T, or the accumulator type where a 16-bit convolution writes the
+/// unpooled output of a pooling that runs as a second pass).
+template <Layout L, class T, class Y = T>
 struct ImplicitGemmOperands {
   UnrollMap<L> map;
   const T* x;
@@ -86,7 +88,7 @@ struct ImplicitGemmOperands {
   const T* w;
   LogicalStrides ws;
   const T* bias;  ///< nullptr: no bias
-  T* y;
+  Y* y;
   LogicalStrides ys;
   int M, K;        ///< output channels, taps (C*R*S; validated to fit int)
   std::int64_t J;  ///< columns: output pixels N*P*Q, or window cells with a fused pooling
@@ -175,7 +177,8 @@ struct ImplicitGemmOperands {
 template <Layout L, class XView, class WView, class BView, class YView>
 auto implicit_gemm_operands(const XView& x, const WView& w, const BView& bias, const YView& y,
                             const Conv2dProblem& pb, const char* algo = "ConvAlgo::ImplicitGemm") {
-  using T = view_scalar_t<YView>;
+  using T = view_scalar_t<XView>;
+  using Y = view_scalar_t<YView>;
   constexpr const char* op = "kcnn::conv2d_forward";
   const std::int64_t K = pb.C * pb.R * pb.S;
   throw_if(K > std::numeric_limits<int>::max(), op, algo, ": C*R*S = ", K, " exceeds 2^31 - 1");
@@ -183,7 +186,7 @@ auto implicit_gemm_operands(const XView& x, const WView& w, const BView& bias, c
   throw_if(pb.H + 2 * pb.pad_h >= kGatherExtentLimit || pb.W + 2 * pb.pad_w >= kGatherExtentLimit,
            op, algo, ": padded input extents ", pb.H + 2 * pb.pad_h, "x", pb.W + 2 * pb.pad_w,
            " reach its limit of ", kGatherExtentLimit, "; use another algorithm");
-  ImplicitGemmOperands<L, T> o{};
+  ImplicitGemmOperands<L, T, Y> o{};
   o.map = UnrollMap<L>::from(pb);
   o.x = x.data();
   o.xs = logical_strides<L>(x);

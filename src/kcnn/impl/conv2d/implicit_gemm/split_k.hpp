@@ -28,11 +28,12 @@ struct SplitKPartials {
 
 /// The second pass of a split K: y(m, j) = act(sum over the slices of the partial sums,
 /// in slice order (deterministic), + bias[m]); one thread per output, in the partial
-/// sums' order.
-template <Layout L, class T, bool JMajor>
+/// sums' order; y of type Y (see ImplicitGemmOperands).
+template <Layout L, class T, bool JMajor, class Y = T>
 struct SplitKReduce {
-  ImplicitGemmOperands<L, T> op;
-  const T* partial;
+  using Acc = accumulator_t<T>;
+  ImplicitGemmOperands<L, T, Y> op;
+  const Acc* partial;  ///< in the accumulator type: 16-bit results round once, here
   int k_slices;
 
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t e) const {
@@ -40,13 +41,12 @@ struct SplitKReduce {
     const std::int64_t a = e / inner, b = e - a * inner;
     const std::int64_t m = JMajor ? b : a, j = JMajor ? a : b;
     const std::int64_t slice_elems = std::int64_t(op.M) * op.J;
-    using Acc = accumulator_t<T>;
     Acc sum = partial[e];
     for (int s = 1; s < k_slices; ++s)
       sum += partial[s * slice_elems + e];
-    const Acc bias = op.bias ? Acc(op.bias[m]) : Acc(0);
+    const Acc bias = op.bias ? to_compute(op.bias[m]) : Acc(0);
     op.y[op.y_offset(op.pixel(j)) + m * op.ys.c] =
-        static_cast<T>(apply_activation(op.activation, sum + bias));
+        from_compute<Y>(apply_activation(op.activation, sum + bias));
   }
 };
 

@@ -111,8 +111,8 @@ inline constexpr int kImplicitGemmMinStepsPerSlice = 32;
 /// slots of 128 x 128 tiles): ResNet's 512-channel 7x7 layer, 52 tiles, 5 slices;
 /// 256 channels at 14x14, 196 tiles (three quarters of one wave), 4 slices; 128 at
 /// 28x28, 392 tiles (one and a half waves), 2. 1: no split.
-template <class Tile, Layout L, class T>
-int implicit_gemm_k_slices(const ImplicitGemmOperands<L, T>& o, std::int64_t sms,
+template <class Tile, Layout L, class T, class Y>
+int implicit_gemm_k_slices(const ImplicitGemmOperands<L, T, Y>& o, std::int64_t sms,
                            std::size_t workspace_limit) {
   if (o.pooling.enabled) return 1;
   const std::int64_t teams = implicit_gemm_teams<Tile>(o.M, o.J);
@@ -125,9 +125,9 @@ int implicit_gemm_k_slices(const ImplicitGemmOperands<L, T>& o, std::int64_t sms
   };
   std::int64_t best = 1;
   for (std::int64_t slices = 2; slices <= most; ++slices) {
-    const bool fits =
-        static_cast<std::size_t>(slices) * sizeof(T) * std::size_t(o.M) * std::size_t(o.J) <=
-        workspace_limit;
+    const bool fits = static_cast<std::size_t>(slices) * sizeof(accumulator_t<T>) *
+                          std::size_t(o.M) * std::size_t(o.J) <=
+                      workspace_limit;
     if (fits && fill(slices) > 1.1 * fill(best)) best = slices;
   }
   return static_cast<int>(best);

@@ -207,6 +207,15 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
   using C = const AutoContext&;
   constexpr Target D = Target::Device, H = Target::Host;
   static const std::vector<AlgoRule> rules = {
+      // --- GPUs, 16-bit tensors (half_t, kcnn::bfloat16): TensorCoreGemm's m16n8k16 for
+      // every layer where the build has tensor cores; the other algorithms take no 16-bit
+      // tensors yet, so Reference elsewhere --------------------------------------------
+      {"device_16bit_tensor_cores",
+       D,
+       [](P, C c) {
+         return c.element == ElementKind::Float16 || c.element == ElementKind::BFloat16;
+       },
+       {A::TensorCoreGemm, A::Reference}},
       // --- GPUs, TF32 math modes: TensorCoreGemm where it leads (enough filters, short
       // enough reductions; the bounds per layout and mode above); elsewhere the strict rules
       // below, under which Im2colGemm's cuBLAS runs TF32 and leads the long reductions -----

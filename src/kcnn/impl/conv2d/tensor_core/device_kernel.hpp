@@ -17,7 +17,10 @@
 /// sums over k in any order, as long as A and B agree, so chunk element e serves MMA
 /// k-step e / 2, fragment slot t + 4 (e % 2) (TF32: two k-steps of m16n8k8), or k-step
 /// e, slot t (fp64: two of m8n8k4). One 16-byte load per row and stage replaces eight
-/// 4-byte ones (the first version's per-element loads; SASS, H100).
+/// 4-byte ones (the first version's per-element loads; SASS, H100). 16-bit (m16n8k16,
+/// BK = 32): the taps in their natural order; B's fragments of both k-steps of eight
+/// pixels come from one ldmatrix.x4 (its four 8 x 8 matrices are the row's four chunks),
+/// A's from the packed weights, one 16-byte load per k-step and m16 tile.
 ///
 /// Gathers:
 ///  - A (w), float: the weights packed per call in the MMA's fragment order and rounded
@@ -55,7 +58,10 @@
 
 namespace kcnn::Impl {
 
-template <Layout L, class Tile, TensorCoreMath Math, bool AVec, bool BVec, class ExecSpace>
+/// Y: y's element type (the element type, or float where a 16-bit convolution writes the
+/// unpooled output of a two-pass pooling: ImplicitGemmOperands).
+template <Layout L, class Tile, TensorCoreMath Math, bool AVec, bool BVec, class ExecSpace,
+          class Y = typename TensorCoreOp<Math>::element>
 struct TensorCoreDeviceKernel {
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using T = typename TensorCoreOp<Math>::element;
@@ -66,13 +72,15 @@ struct TensorCoreDeviceKernel {
   static constexpr int WM = BM / Tile::WarpsM, WN = BN / Tile::WarpsN;
   static constexpr int MI = WM / Shape::M, NI = WN / Shape::N;  ///< MMAs per warp tile
   static constexpr int kAcc = TensorCoreOp<Math>::accumulators;
-  /// TF32 / TF32x3: A comes packed (PackTensorCoreWeights); fp64 gathers w itself (its
-  /// m8n8k4 fragment is one element per lane and k-step: nothing to reorder or round).
+  /// TF32 / TF32x3 / 16-bit: A comes packed (PackTensorCoreWeights); fp64 gathers w
+  /// itself (its m8n8k4 fragment is one element per lane and k-step: nothing to reorder
+  /// or round).
   static constexpr bool a_packed = Math != TensorCoreMath::F64;
-  /// Packed A: elements of one MMA k-step's fragments of 16 filters (32 lanes x 4).
-  static constexpr int quad_block = 32 * 4;
-  static_assert(!a_packed || (Shape::M == 16 && Shape::K == 8 && chunk == 4),
-                "packed A holds m16n8k8 fragments of 4-byte elements");
+  static constexpr bool bit16 = is_16bit_math(Math);
+  /// Packed A: elements of one MMA k-step's fragments of 16 filters (32 lanes x 16 bytes).
+  static constexpr int quad_block = 32 * chunk;
+  static_assert(!a_packed || (Shape::M == 16 && Shape::K == 4 * chunk / 2),
+                "packed A holds m16n8k8 (4-byte) or m16n8k16 (2-byte) fragments of 16 bytes");
   /// k-major copies (A; B in NHWC): `width` elements per copy, each thread at one k
   /// position of rows row0, row0 + rows_step, ...
   template <bool V>
@@ -90,13 +98,16 @@ struct TensorCoreDeviceKernel {
   static constexpr int a_packed_copies = (a_packed_chunks + threads - 1) / threads;
   /// NCHW x: warp w copies taps 4 (w % (BK / 4)) + lane / 8 of pixels lane % 8 + 8 i'...
   static constexpr bool b_pixel_major = L == Layout::NCHW;
-  static constexpr int tap_groups = BK / 4;                    ///< warps sharing a pixel group
-  static constexpr int pixel_step = 8 * (warps / tap_groups);  ///< between a thread's pixels
+  static constexpr int tap_groups = BK / 4;  ///< warps sharing a pixel group
+  /// Between a thread's pixels (pixel-major only; 8 elsewhere, so that the checks below
+  /// never divide by zero for tiles with fewer warps than tap groups).
+  static constexpr int pixel_step = b_pixel_major ? 8 * (warps / tap_groups) : 8;
   static constexpr int b_copies =
       b_pixel_major ? BN / pixel_step : (BN + BCopy::rows_step - 1) / BCopy::rows_step;
   static_assert(WM % Shape::M == 0 && WN % Shape::N == 0, "MMA tiling");
   static_assert(BK == 2 * Shape::K, "a stage is two MMA k-steps");
-  static_assert(!b_pixel_major || (warps % tap_groups == 0 && BN % pixel_step == 0),
+  static_assert(!b_pixel_major ||
+                    (warps >= tap_groups && warps % tap_groups == 0 && BN % pixel_step == 0),
                 "pixel-major gathers: whole pixel groups per warp");
   static_assert(!BVec || L == Layout::NHWC, "16-byte gathers of x need channels contiguous");
   static_assert(!(a_packed && AVec), "packed A has its own copies");
@@ -107,14 +118,14 @@ struct TensorCoreDeviceKernel {
   static constexpr bool pixels_in_scratch = b_copies > 2;
   static_assert(!pixels_in_scratch || BN <= threads, "one table entry per thread");
 
-  ImplicitGemmOperands<L, T> op;
+  ImplicitGemmOperands<L, T, Y> op;
   int m_blocks;  ///< ceil(M / BM): the league walks the M blocks fastest (x reuse in L2)
   /// Packed A (a_packed): PackTensorCoreWeights' output, m_blocks * BM filters per stage.
   const T* a_pack = nullptr;
   /// K in slices of steps_per_slice stages (k_slices = 1: all stages, y written here).
   int k_slices = 1;
   int steps_per_slice = 0;
-  T* partial = nullptr;  ///< split K: the slices' raw sums (Partials)
+  Acc* partial = nullptr;  ///< split K: the slices' raw sums (Partials)
   /// Split K's partial sums in y's order: j-major in NHWC.
   static constexpr bool partial_j_major = L == Layout::NHWC;
   using Partials = SplitKPartials<partial_j_major>;
@@ -242,8 +253,10 @@ struct TensorCoreDeviceKernel {
     // further, whose chunks sit at the same swizzled position (row / 2 % 4 is the same
     // for rows 8 apart), so every fragment load is this offset plus a constant.
     // Packed A: the lane's quad of the warp tile's first 16 filters, first k-step.
-    const int a_lane = a_packed ? wm0 * BK + lane * 4 : Tile::offset(wm0 + g, tig * chunk);
-    const int b_lane = Tile::offset(wn0 + g, tig * chunk);
+    // 16-bit B: the row of ldmatrix matrix lane / 8 (chunk lane / 8 of row lane % 8).
+    const int a_lane = a_packed ? wm0 * BK + lane * chunk : Tile::offset(wm0 + g, tig * chunk);
+    const int b_lane = bit16 ? Tile::offset(wn0 + lane % 8, (lane / 8) * chunk)
+                             : Tile::offset(wn0 + g, tig * chunk);
 
     KCNN_DEVICE_UNROLL
     for (int s = 0; s < S - 1; ++s)
@@ -281,6 +294,16 @@ struct TensorCoreDeviceKernel {
                                                     const T* b) {
     static_assert(Shape::M % 8 == 0 && Shape::N % 8 == 0 && WM % 8 == 0 && WN % 8 == 0,
                   "a lane's rows lie a multiple of 8 rows apart (one swizzle position)");
+    if constexpr (bit16) {
+      mma_stage_16bit(acc, a, b);
+    } else {
+      mma_stage_32_64(acc, a, b);
+    }
+  }
+
+  /// mma_stage for float (TF32, TF32x3) and double factors.
+  KOKKOS_FORCEINLINE_FUNCTION static void mma_stage_32_64(Acc (&acc)[MI][NI][kAcc], const T* a,
+                                                          const T* b) {
     Chunk bc[NI];
     KCNN_DEVICE_UNROLL
     for (int ni = 0; ni < NI; ++ni)
@@ -369,6 +392,31 @@ struct TensorCoreDeviceKernel {
     }
   }
 
+  /// mma_stage for 16-bit factors: per n8 tile one ldmatrix.x4 gives the B fragments of
+  /// both k-steps (matrix q: taps 8q..8q+7 of 8 pixel rows; b points at this lane's row
+  /// address, chunk lane / 8 of row lane % 8), per m16 tile and k-step one 16-byte load
+  /// the packed A fragment {a0, a1, a2, a3}.
+  KOKKOS_FORCEINLINE_FUNCTION static void mma_stage_16bit(Acc (&acc)[MI][NI][kAcc], const T* a,
+                                                          const T* b) {
+    struct alignas(16) Fragment {  // four registers of two 16-bit elements
+      std::uint32_t r[4];
+    };
+    Fragment bq[NI];
+    KCNN_DEVICE_UNROLL
+    for (int ni = 0; ni < NI; ++ni)
+      ldmatrix_x4(bq[ni].r, b + ni * Shape::N * BK);
+    KCNN_DEVICE_UNROLL
+    for (int ks = 0; ks < 2; ++ks)
+      KCNN_DEVICE_UNROLL
+    for (int mi = 0; mi < MI; ++mi) {
+      const Fragment aq = *reinterpret_cast<const Fragment*>(a + (mi * 2 + ks) * quad_block);
+      KCNN_DEVICE_UNROLL
+      for (int ni = 0; ni < NI; ++ni)
+        mma_m16n8k16<TensorCoreOp<Math>::format>(acc[mi][ni], aq.r, bq[ni].r[2 * ks],
+                                                 bq[ni].r[2 * ks + 1]);
+    }
+  }
+
   /// For each of this lane's accumulators inside the output: at(col, mi, ni, h, c, m)
   /// with col = column(j). Element 2 h + c of MMA (mi, ni) is filter m = m_lane +
   /// mi * Shape::M + 8 h, column j = j_lane + ni * Shape::N + c; column(j) runs once per
@@ -400,26 +448,26 @@ struct TensorCoreDeviceKernel {
     for_each_lane_output(
         m_lane, j_lane, [](std::int64_t j) { return j; },
         [&](std::int64_t j, int mi, int ni, int h, int c, int m) {
-          partial[split.offset(slice, m, j)] = static_cast<T>(acc[mi][ni][2 * h + c]);
+          partial[split.offset(slice, m, j)] = acc[mi][ni][2 * h + c];
         });
   }
 
   /// bias + activation and the stores of this lane's accumulators.
   KOKKOS_INLINE_FUNCTION void epilogue(Acc (&acc)[MI][NI][kAcc], int m_lane,
                                        std::int64_t j_lane) const {
-    T bias[MI][kAcc / 2];
+    Acc bias[MI][kAcc / 2];  // in the accumulator type: 16-bit results round once, at the store
     KCNN_DEVICE_UNROLL
     for (int mi = 0; mi < MI; ++mi)
       KCNN_DEVICE_UNROLL
     for (int h = 0; h < kAcc / 2; ++h) {
       const int m = m_lane + mi * Shape::M + h * 8;
-      bias[mi][h] = op.bias && m < op.M ? op.bias[m] : T(0);
+      bias[mi][h] = op.bias && m < op.M ? to_compute(op.bias[m]) : Acc(0);
     }
     for_each_lane_output(
         m_lane, j_lane, [&](std::int64_t j) { return op.y + op.y_offset(op.pixel(j)); },
-        [&](T* y_pixel, int mi, int ni, int h, int c, int m) {
-          y_pixel[std::int64_t(m) * op.ys.c] =
-              apply_activation(op.activation, static_cast<T>(acc[mi][ni][2 * h + c]) + bias[mi][h]);
+        [&](Y* y_pixel, int mi, int ni, int h, int c, int m) {
+          y_pixel[std::int64_t(m) * op.ys.c] = from_compute<Y>(
+              apply_activation(op.activation, acc[mi][ni][2 * h + c] + bias[mi][h]));
         });
   }
 };

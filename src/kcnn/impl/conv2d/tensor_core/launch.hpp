@@ -37,8 +37,8 @@ struct TensorCoreVectorGathers {
   bool a = false, b = false;
 };
 
-template <Layout L, class T>
-TensorCoreVectorGathers tensor_core_vector_gathers(const ImplicitGemmOperands<L, T>& o,
+template <Layout L, class T, class Y>
+TensorCoreVectorGathers tensor_core_vector_gathers(const ImplicitGemmOperands<L, T, Y>& o,
                                                    const Conv2dProblem& pb) {
   constexpr std::int64_t vec = vector_elements_v<T>;
   auto aligned = [](const T* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
@@ -53,13 +53,13 @@ TensorCoreVectorGathers tensor_core_vector_gathers(const ImplicitGemmOperands<L,
   return v;
 }
 
-/// What a launch hands the kernel besides the operands: the packed A (float), the split
-/// of K and its partial sums.
+/// What a launch hands the kernel besides the operands: the packed A (float, 16-bit),
+/// the split of K and its partial sums (in the accumulator type).
 template <class T>
 struct TensorCoreLaunchData {
   const T* a_pack = nullptr;
   int k_slices = 1, steps_per_slice = 0;
-  T* partial = nullptr;
+  accumulator_t<T>* partial = nullptr;
 };
 
 /// An NCHW problem staged channels-last (channels_last.hpp): its NCHW x and w, and the
@@ -89,9 +89,10 @@ struct ChannelsLastStaging {
   bool fits_launch() const { return copy_teams() <= std::numeric_limits<int>::max(); }
 
   /// The NHWC kernel's operands for NCHW operands `o`: x (and w if copied) are set by run.
-  ImplicitGemmOperands<Layout::NHWC, T> operands(const ImplicitGemmOperands<Layout::NCHW, T>& o,
-                                                 const Conv2dProblem& pb) const {
-    ImplicitGemmOperands<Layout::NHWC, T> s{};
+  template <class Y>
+  ImplicitGemmOperands<Layout::NHWC, T, Y> operands(
+      const ImplicitGemmOperands<Layout::NCHW, T, Y>& o, const Conv2dProblem& pb) const {
+    ImplicitGemmOperands<Layout::NHWC, T, Y> s{};
     s.map = UnrollMap<Layout::NHWC>::from(pb);
     s.xs = {H * W * C, 1, W * C, C};
     s.w = o.w;
@@ -109,9 +110,9 @@ struct ChannelsLastStaging {
   }
 
   /// Enqueues the copies into `base` (bytes() bytes) and points o's x (and w) at them.
-  template <class ExecSpace>
+  template <class ExecSpace, class Y>
   void run(const ExecSpace& space, unsigned char* base,
-           ImplicitGemmOperands<Layout::NHWC, T>& o) const {
+           ImplicitGemmOperands<Layout::NHWC, T, Y>& o) const {
     using Copy = ChannelsLastCopy<T, ExecSpace>;
     static_assert(Copy::tile == copy_tile, "one tile for the copy and its team count");
     T* const x_copy = reinterpret_cast<T*>(base);
@@ -141,10 +142,11 @@ template <Layout L, class T>
 using StagingFor =
     std::conditional_t<L == Layout::NHWC, const ChannelsLastStaging<T>*, std::nullptr_t>;
 
-template <class Tile, TensorCoreMath Math, bool AVec, bool BVec, Layout L, class ExecSpace, class T>
-void tensor_core_launch_as(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
+template <class Tile, TensorCoreMath Math, bool AVec, bool BVec, Layout L, class ExecSpace, class T,
+          class Y>
+void tensor_core_launch_as(const ExecSpace& space, const ImplicitGemmOperands<L, T, Y>& o,
                            const TensorCoreLaunchData<T>& data, LaunchMode mode) {
-  using Kernel = TensorCoreDeviceKernel<L, Tile, Math, AVec, BVec, ExecSpace>;
+  using Kernel = TensorCoreDeviceKernel<L, Tile, Math, AVec, BVec, ExecSpace, Y>;
   using Policy = BoundedTeamPolicy<ExecSpace, Tile::threads, Tile::min_teams_per_sm>;
   constexpr const char* op = "kcnn::conv2d_forward";
   const std::int64_t m_blocks = (o.M + Tile::BM - 1) / Tile::BM;
@@ -165,7 +167,7 @@ void tensor_core_launch_as(const ExecSpace& space, const ImplicitGemmOperands<L,
         "kcnn::conv2d::tensor_core_split_k_reduce",
         Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0,
                                                                         std::int64_t(o.M) * o.J),
-        SplitKReduce<L, T, Kernel::partial_j_major>{o, data.partial, data.k_slices});
+        SplitKReduce<L, T, Kernel::partial_j_major, Y>{o, data.partial, data.k_slices});
 }
 
 /// The split of K for tile `Tile` (ImplicitGemm's wave-fill rule, implicit_gemm_k_slices:
@@ -177,31 +179,26 @@ struct TensorCoreSplitPlan {
   std::size_t partial_bytes = 0;
 };
 
-template <class Tile, Layout L, class T>
-TensorCoreSplitPlan tensor_core_split_plan(const ImplicitGemmOperands<L, T>& o,
+template <class Tile, Layout L, class T, class Y>
+TensorCoreSplitPlan tensor_core_split_plan(const ImplicitGemmOperands<L, T, Y>& o,
                                            std::int64_t multiprocessors, std::size_t budget) {
   const int wanted = implicit_gemm_k_slices<Tile>(o, multiprocessors, budget);
   TensorCoreSplitPlan plan;
   plan.steps_per_slice = implicit_gemm_steps_per_slice<Tile>(o.K, wanted);
   plan.k_slices = implicit_gemm_nonempty_slices<Tile>(o.K, wanted);
   if (plan.k_slices > 1)
-    plan.partial_bytes =
-        static_cast<std::size_t>(plan.k_slices) * sizeof(T) * std::size_t(o.M) * std::size_t(o.J);
+    plan.partial_bytes = static_cast<std::size_t>(plan.k_slices) * sizeof(accumulator_t<T>) *
+                         std::size_t(o.M) * std::size_t(o.J);
   return plan;
 }
 
-/// The workspace bytes of `elements` packed weights (float).
-inline std::size_t tensor_core_pack_bytes_of(std::int64_t elements) {
-  return align_up(static_cast<std::size_t>(elements) * sizeof(float));
-}
-
-/// The workspace bytes of tile `Tile`'s packed weights (float; none for double).
+/// The workspace bytes of tile `Tile`'s packed weights (float, 16-bit; none for double).
 template <class Tile, TensorCoreMath Math>
 std::size_t tensor_core_pack_bytes(std::int64_t M, std::int64_t K) {
   if constexpr (Math == TensorCoreMath::F64) {
     return 0;
   } else {
-    return tensor_core_pack_bytes_of(TensorCorePackedWeightsShape<Tile>::of(M, K).elements());
+    return align_up(TensorCorePackedWeightsShape<Tile>::of(M, K).bytes());
   }
 }
 
@@ -213,13 +210,13 @@ std::size_t tensor_core_pack_bytes(std::int64_t M, std::int64_t K) {
 /// float B 16-byte (NHWC) or not; double NHWC both operands 16-byte or neither (a layer
 /// with one but not the other is rare: C odd with K even, or unpacked w), NCHW A 16-byte
 /// or not (B is gathered pixel-major, one element per copy).
-template <class Tile, TensorCoreMath Math, Layout L, class ExecSpace, class T>
-std::size_t tensor_core_launch_tile(const ExecSpace& space, ImplicitGemmOperands<L, T> o,
+template <class Tile, TensorCoreMath Math, Layout L, class ExecSpace, class T, class Y>
+std::size_t tensor_core_launch_tile(const ExecSpace& space, ImplicitGemmOperands<L, T, Y> o,
                                     TensorCoreVectorGathers vec, std::size_t limit, LaunchMode mode,
                                     StagingFor<L, T> staging = nullptr) {
   constexpr bool packs = Math != TensorCoreMath::F64;
   std::int64_t pack_elements = 0, pack_blocks = 0;
-  if constexpr (packs) {  // (the packed layout exists for the TF32 tiles only)
+  if constexpr (packs) {  // (the packed layout exists for the TF32 and 16-bit tiles only)
     using Packed = TensorCorePackedWeightsShape<Tile>;
     const Packed packed = Packed::of(o.M, o.K);
     pack_elements = packed.elements();
@@ -227,7 +224,7 @@ std::size_t tensor_core_launch_tile(const ExecSpace& space, ImplicitGemmOperands
   }
   std::size_t staged_bytes = 0;
   if constexpr (L == Layout::NHWC) staged_bytes = staging ? staging->bytes() : 0;
-  const std::size_t pack_bytes = tensor_core_pack_bytes_of(pack_elements);
+  const std::size_t pack_bytes = tensor_core_pack_bytes<Tile, Math>(o.M, o.K);
   throw_if(staged_bytes + pack_bytes > limit, "kcnn::conv2d_forward", kTensorCoreAlgoName,
            ": the weights packed for the tensor cores take ", pack_bytes,
            " bytes of workspace, more than the limit of ", limit,
@@ -236,7 +233,8 @@ std::size_t tensor_core_launch_tile(const ExecSpace& space, ImplicitGemmOperands
                                                                  limit - staged_bytes - pack_bytes);
   const std::size_t bytes = staged_bytes + pack_bytes + split.partial_bytes;
 
-  auto launch = [&](const T* a_pack, T* partial, LaunchMode m) {
+  using Acc = accumulator_t<T>;
+  auto launch = [&](const T* a_pack, Acc* partial, LaunchMode m) {
     const TensorCoreLaunchData<T> d{a_pack, split.k_slices, split.steps_per_slice, partial};
     if constexpr (!packs) {
       if constexpr (L == Layout::NHWC) {
@@ -257,13 +255,13 @@ std::size_t tensor_core_launch_tile(const ExecSpace& space, ImplicitGemmOperands
   }
   unsigned char* const own = lease.data() + staged_bytes;
   T* const a_pack = packs ? reinterpret_cast<T*>(own) : nullptr;
-  T* const partial = split.k_slices > 1 ? reinterpret_cast<T*>(own + pack_bytes) : nullptr;
+  Acc* const partial = split.k_slices > 1 ? reinterpret_cast<Acc*>(own + pack_bytes) : nullptr;
   if constexpr (packs) {
     Kokkos::parallel_for(
         "kcnn::conv2d::tensor_core::pack_weights",
         Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, pack_elements),
-        PackTensorCoreWeights<L, Math == TensorCoreMath::TF32>{o.map, o.w, o.ws, a_pack, o.M, o.K,
-                                                               pack_blocks});
+        PackTensorCoreWeights<L, T, Math == TensorCoreMath::TF32>{o.map, o.w, o.ws, a_pack, o.M,
+                                                                  o.K, pack_blocks});
   }
   launch(a_pack, partial, mode);
   return bytes;
@@ -273,11 +271,20 @@ std::size_t tensor_core_launch_tile(const ExecSpace& space, ImplicitGemmOperands
 /// and M filters.
 template <class T, Layout L, class F>
 std::size_t with_tensor_core_tile(std::int64_t M, const F& f) {
+  using Tiles = TensorCoreTiles;
   if constexpr (std::is_same_v<T, double>) {
     if constexpr (L == Layout::NHWC) {
-      return f(TensorCoreTiles::DoubleNhwc{});
+      return f(Tiles::DoubleNhwc{});
     } else {
-      return f(TensorCoreTiles::DoubleNchw{});
+      return f(Tiles::DoubleNchw{});
+    }
+  } else if constexpr (is_16bit_storage_v<T>) {
+    if constexpr (L == Layout::NHWC) {
+      if (M <= Tiles::Bit16NhwcSmallM<T>::BM) return f(Tiles::Bit16NhwcSmallM<T>{});
+      return f(Tiles::Bit16NhwcLargeM<T>{});
+    } else {
+      if (M <= Tiles::Bit16NchwSmallM<T>::BM) return f(Tiles::Bit16NchwSmallM<T>{});
+      return f(Tiles::Bit16NchwLargeM<T>{});
     }
   } else if constexpr (L == Layout::NHWC) {
     if (M <= TensorCoreTiles::FloatNhwcSmallM::BM) return f(TensorCoreTiles::FloatNhwcSmallM{});
@@ -289,8 +296,8 @@ std::size_t with_tensor_core_tile(std::int64_t M, const F& f) {
 }
 
 /// Launches operands `o` (layout L) under arithmetic Math on its tile.
-template <TensorCoreMath Math, Layout L, class ExecSpace, class T>
-std::size_t tensor_core_launch_math(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
+template <TensorCoreMath Math, Layout L, class ExecSpace, class T, class Y>
+std::size_t tensor_core_launch_math(const ExecSpace& space, const ImplicitGemmOperands<L, T, Y>& o,
                                     TensorCoreVectorGathers vec, std::size_t limit, LaunchMode mode,
                                     StagingFor<L, T> staging) {
   return with_tensor_core_tile<T, L>(o.M, [&](auto tile) {
@@ -298,13 +305,17 @@ std::size_t tensor_core_launch_math(const ExecSpace& space, const ImplicitGemmOp
   });
 }
 
-template <Layout L, class ExecSpace, class T>
-std::size_t tensor_core_launch_operands(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
+template <Layout L, class ExecSpace, class T, class Y>
+std::size_t tensor_core_launch_operands(const ExecSpace& space,
+                                        const ImplicitGemmOperands<L, T, Y>& o,
                                         TensorCoreVectorGathers vec, const Conv2dProblem& pb,
                                         LaunchMode mode, StagingFor<L, T> staging = nullptr) {
   const std::size_t limit = pb.workspace_limit_bytes;
   if constexpr (std::is_same_v<T, double>) {
     return tensor_core_launch_math<TensorCoreMath::F64>(space, o, vec, limit, mode, staging);
+  } else if constexpr (is_16bit_storage_v<T>) {
+    return tensor_core_launch_math<tensor_core_16bit_math_v<T>>(space, o, vec, limit, mode,
+                                                                staging);
   } else {
     if (pb.math == MathMode::TF32x3)
       return tensor_core_launch_math<TensorCoreMath::TF32x3>(space, o, vec, limit, mode, staging);
@@ -326,9 +337,9 @@ bool tensor_core_stages_channels_last(const Conv2dProblem& pb) {
 /// (tensor_core_stages_channels_last) and the copies and the NHWC tile's packed weights
 /// fit the workspace limit; else the NCHW kernel, whose gathers need no copy. Returns
 /// the workspace bytes.
-template <class ExecSpace, class T>
+template <class ExecSpace, class T, class Y>
 std::size_t tensor_core_launch_nchw(const ExecSpace& space,
-                                    const ImplicitGemmOperands<Layout::NCHW, T>& o,
+                                    const ImplicitGemmOperands<Layout::NCHW, T, Y>& o,
                                     const Conv2dProblem& pb, LaunchMode mode) {
   constexpr std::int64_t vec_elements = vector_elements_v<T>;
   ChannelsLastStaging<T> staging;
@@ -336,8 +347,9 @@ std::size_t tensor_core_launch_nchw(const ExecSpace& space,
   staging.N = pb.N, staging.C = pb.C, staging.H = pb.H, staging.W = pb.W;
   staging.M = pb.M, staging.R = pb.R, staging.S = pb.S;
   staging.copy_w = std::is_same_v<T, double>;
-  constexpr TensorCoreMath packing =
-      std::is_same_v<T, double> ? TensorCoreMath::F64 : TensorCoreMath::TF32;
+  constexpr TensorCoreMath packing = std::is_same_v<T, double> ? TensorCoreMath::F64
+                                     : is_16bit_storage_v<T>   ? tensor_core_16bit_math_v<T>
+                                                               : TensorCoreMath::TF32;
   const std::size_t pack_bytes = with_tensor_core_tile<T, Layout::NHWC>(
       pb.M, [&](auto tile) { return tensor_core_pack_bytes<decltype(tile), packing>(o.M, o.K); });
   if (tensor_core_stages_channels_last<T>(pb) && staging.fits_launch() &&
@@ -354,15 +366,17 @@ std::size_t tensor_core_launch_nchw(const ExecSpace& space,
 /// has been validated against the Views and has no pooling (the algorithm does not
 /// fuse one: dispatch pools in a second pass). Needs a CUDA build for a GPU with the
 /// sm_80 tensor cores; float tensors with MathMode::TF32 or ::TF32x3 (Strict float is
-/// the other algorithms' work), double tensors (IEEE fp64 products). Returns the
-/// workspace bytes (within pb.workspace_limit_bytes): float's packed weights (M rounded
-/// up to the block tile, K to 16, 4 bytes each) and, where K is split, the slices'
-/// partial sums (slices x M x N*P*Q elements).
+/// the other algorithms' work), double tensors (IEEE fp64 products), half_t and
+/// kcnn::bfloat16 tensors (exact products, float sums, one rounding at the store).
+/// Returns the workspace bytes (within pb.workspace_limit_bytes): NCHW's channels-last
+/// copy of x where it is staged, the packed weights of float and 16-bit (M rounded up to
+/// the block tile, K to 16 taps (float) or 32 (16-bit)) and, where K is split, the
+/// slices' partial sums (slices x M x N*P*Q accumulators).
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 std::size_t conv2d_tensor_core(const ExecSpace& space, const XView& x, const WView& w,
                                const BView& bias, const YView& y, const Conv2dProblem& pb,
                                LaunchMode mode = LaunchMode::Run) {
-  using T = view_scalar_t<YView>;
+  using T = view_scalar_t<XView>;
   constexpr const char* op = "kcnn::conv2d_forward";
   throw_if(!has_tensor_cores_v<ExecSpace>, op, kTensorCoreAlgoName,
            " needs NVIDIA tensor cores (a CUDA build for sm_80 or newer); the ", ExecSpace::name(),

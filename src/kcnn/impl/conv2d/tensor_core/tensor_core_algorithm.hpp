@@ -2,8 +2,9 @@
 /// \file impl/conv2d/tensor_core/tensor_core_algorithm.hpp
 /// \brief ConvAlgo::TensorCoreGemm's descriptor: the implicit GEMM on NVIDIA tensor
 ///        cores (sm_80 on): float tensors under MathMode::TF32 / ::TF32x3, double
-///        tensors with IEEE fp64 products (DMMA). Fuses no pooling; float packs its
-///        weights into the workspace.
+///        tensors with IEEE fp64 products (DMMA), half_t and kcnn::bfloat16 tensors
+///        (m16n8k16, float sums). Fuses no pooling; float and 16-bit pack their weights
+///        into the workspace.
 #pragma once
 
 #include <cstddef>
@@ -22,11 +23,7 @@ struct TensorCoreGemmAlgorithm {
   static std::size_t launch(const ExecSpace& space, const XView& x, const WView& w,
                             const BView& bias, const YView& y, const Conv2dProblem& pb,
                             LaunchMode mode) {
-    if constexpr (refuses_16bit_v<XView>) {
-      return refuse_16bit<XView>(id);
-    } else {
-      return conv2d_tensor_core(space, x, w, bias, y, pb, mode);
-    }
+    return conv2d_tensor_core(space, x, w, bias, y, pb, mode);
   }
 };
 

@@ -10,8 +10,9 @@
 namespace kcnn::Impl {
 
 /// The tensor-core arithmetic of a call: TF32 and TF32x3 (float tensors, MathMode::TF32
-/// and ::TF32x3), F64 (double tensors, IEEE fp64 products on DMMA).
-enum class TensorCoreMath { TF32, TF32x3, F64 };
+/// and ::TF32x3), F64 (double tensors, IEEE fp64 products on DMMA), F16 and BF16 (Kokkos'
+/// half_t and kcnn::bfloat16 tensors: exact products, float sums).
+enum class TensorCoreMath { TF32, TF32x3, F64, F16, BF16 };
 
 /// Element type and MMA instruction shape of each arithmetic.
 template <TensorCoreMath Math>
@@ -26,6 +27,30 @@ struct TensorCoreOp<TensorCoreMath::F64> {
   using shape = MmaShape<8, 8, 4>;  ///< mma.sync m8n8k4 f64
   static constexpr int accumulators = 2;
 };
+template <>
+struct TensorCoreOp<TensorCoreMath::F16> {
+  using element = Kokkos::Experimental::half_t;
+  using shape = MmaShape<16, 8, 16>;  ///< mma.sync m16n8k16 f16, float sums
+  static constexpr int accumulators = 4;
+  static constexpr Mma16BitFormat format = Mma16BitFormat::Half;
+};
+template <>
+struct TensorCoreOp<TensorCoreMath::BF16> {
+  using element = kcnn::bfloat16;
+  using shape = MmaShape<16, 8, 16>;  ///< mma.sync m16n8k16 bf16, float sums
+  static constexpr int accumulators = 4;
+  static constexpr Mma16BitFormat format = Mma16BitFormat::BFloat16;
+};
+
+/// The arithmetic of 16-bit storage type T.
+template <class T>
+inline constexpr TensorCoreMath tensor_core_16bit_math_v =
+    ElementTraits<T>::kind == ElementKind::Float16 ? TensorCoreMath::F16 : TensorCoreMath::BF16;
+
+/// Whether Math reads 16-bit factors (m16n8k16).
+constexpr bool is_16bit_math(TensorCoreMath math) {
+  return math == TensorCoreMath::F16 || math == TensorCoreMath::BF16;
+}
 
 /// A block tile of the GEMM view: BM filters x BN output pixels per team, K consumed
 /// BK taps per pipeline stage, WarpsM x WarpsN warps each computing a
@@ -33,12 +58,14 @@ struct TensorCoreOp<TensorCoreMath::F64> {
 ///
 /// Scratch rows (BM of A, BN of B per stage) hold BK taps in 64 bytes: four 16-byte
 /// chunks, so one 16-byte load gives a lane its fragment elements of two MMA k-steps
-/// (TF32: BK = 16, fp64: BK = 8). Chunk c of row r sits at chunk c ^ ((r / 2) % 4): the
+/// (TF32: BK = 16, fp64: BK = 8; 16-bit: BK = 32, one chunk per k-step and lane
+/// quarter, read by ldmatrix). Chunk c of row r sits at chunk c ^ ((r / 2) % 4): the
 /// 8 lanes of a 16-byte load phase (rows g, g + 1 of chunks 0..3) read 128 distinct
 /// bytes, and so do the 4-byte copies of 8 pixels x 4 taps that NCHW's gathers write
 /// (no padding, so more stages fit the scratch).
 template <class T, int BM_, int BN_, int WarpsM_, int WarpsN_, int Stages_, int MinTeams_>
 struct TensorCoreTile {
+  using element = T;
   static constexpr int BM = BM_, BN = BN_, WarpsM = WarpsM_, WarpsN = WarpsN_;
   static constexpr int row_bytes = 64;
   static constexpr int BK = row_bytes / static_cast<int>(sizeof(T));
@@ -87,6 +114,16 @@ struct TensorCoreTiles {
   using FloatNchwLargeM = TensorCoreTile<float, 128, 64, 4, 2, 3, 2>;  ///< M > 64
   using DoubleNhwc = TensorCoreTile<double, 64, 64, 2, 2, 4, 3>;
   using DoubleNchw = TensorCoreTile<double, 64, 64, 2, 2, 4, 2>;
+  /// 16-bit (half_t, bfloat16): float's shapes, whose 64-byte rows now hold 32 taps.
+  /// NCHW's pixel-major gathers need eight warps (one per group of 4 taps).
+  template <class T>
+  using Bit16NhwcSmallM = TensorCoreTile<T, 64, 128, 1, 4, 3, 2>;
+  template <class T>
+  using Bit16NhwcLargeM = TensorCoreTile<T, 128, 64, 2, 2, 3, 2>;
+  template <class T>
+  using Bit16NchwSmallM = TensorCoreTile<T, 64, 128, 2, 4, 3, 2>;
+  template <class T>
+  using Bit16NchwLargeM = TensorCoreTile<T, 128, 64, 4, 2, 3, 2>;
 };
 
 }  // namespace kcnn::Impl
