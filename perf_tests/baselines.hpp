@@ -40,7 +40,9 @@ struct BaselineLibrary {
 };
 
 #if defined(KCNN_PERF_HAVE_CUDNN)
-std::vector<Baseline> cudnn_baselines();
+/// cuDNN in element type `scalar`: float strict ("cuDNN") and TF32 ("cuDNN-TF32"); half
+/// and bfloat16 on tensor cores with float sums ("cuDNN"); none for double.
+std::vector<Baseline> cudnn_baselines(ScalarKind scalar);
 BaselineLibrary cudnn_library();
 void cudnn_shutdown();
 #endif
@@ -49,17 +51,19 @@ std::vector<Baseline> onednn_baselines();
 BaselineLibrary onednn_library();
 #endif
 
-/// Every baseline this build has.
-inline std::vector<Baseline> available_baselines() {
+/// Every baseline this build has for element type `scalar` (oneDNN: float only).
+inline std::vector<Baseline> available_baselines(ScalarKind scalar) {
   std::vector<Baseline> all;
 #if defined(KCNN_PERF_HAVE_CUDNN)
-  for (auto& b : cudnn_baselines())
+  for (auto& b : cudnn_baselines(scalar))
     all.push_back(std::move(b));
 #endif
 #if defined(KCNN_PERF_HAVE_ONEDNN)
-  for (auto& b : onednn_baselines())
-    all.push_back(std::move(b));
+  if (scalar == ScalarKind::Float)
+    for (auto& b : onednn_baselines())
+      all.push_back(std::move(b));
 #endif
+  (void)scalar;
   return all;
 }
 

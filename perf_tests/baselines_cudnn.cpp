@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // cuDNN convolution forward with bias and ReLU, as kcnn_perf's GPU baseline (legacy API,
-// still in cuDNN 9). "cuDNN": fp32 with TF32 forbidden (CUDNN_FMA_MATH), the reference
-// of vs_baseline; "cuDNN-TF32": tensor-core TF32 allowed (PyTorch's default). Tensors in the
-// shape's layout (NCHW or NHWC), in Kokkos Views; the algorithm is the fastest that
+// still in cuDNN 9). float: "cuDNN", TF32 forbidden (CUDNN_FMA_MATH), the reference of
+// vs_baseline, and "cuDNN-TF32", tensor-core TF32 allowed (PyTorch's default). half and
+// bfloat16: "cuDNN", tensors of the type, float compute type (float sums, as kcnn's and
+// PyTorch's), tensor-core math; the reference. Tensors in the shape's layout (NCHW or
+// NHWC), in Kokkos Views; the algorithm is the fastest that
 // cudnnFindConvolutionForwardAlgorithmEx measures on these very buffers, and that the
-// fused conv + bias + ReLU call accepts; its workspace is allocated before timing; every
-// call runs on the CUDA stream of Kokkos' default execution space instance.
+// fused conv + bias + ReLU call accepts (where it accepts none, as for some 16-bit
+// configurations, the convolution alone: less work than kcnn's call, said in the label);
+// its workspace is allocated before timing; every call runs on the CUDA stream of Kokkos'
+// default execution space instance.
 #include <cudnn.h>
 
 #include <Kokkos_Core.hpp>
@@ -14,6 +18,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "baselines.hpp"
 
@@ -97,22 +102,32 @@ struct Descriptors {
   Descriptors& operator=(const Descriptors&) = delete;
 };
 
+/// cuDNN's data type for kcnn_perf's element type Scalar.
+template <class Scalar>
+cudnnDataType_t cudnn_data_type() {
+  if constexpr (std::is_same_v<Scalar, Kokkos::Experimental::half_t>) {
+    return CUDNN_DATA_HALF;
+  } else if constexpr (std::is_same_v<Scalar, kcnn::bfloat16>) {
+    return CUDNN_DATA_BFLOAT16;
+  } else {
+    return CUDNN_DATA_FLOAT;
+  }
+}
+
+template <class Scalar>
 class CudnnConv final : public BaselineRun {
  public:
-  /// tensor_ops: cuDNN may pick TF32 tensor-core kernels (PyTorch's default for
+  /// tensor_ops: cuDNN may pick tensor-core kernels (float: TF32, PyTorch's default for
   /// convolutions, allow_tf32); else plain fp32 FMA only.
   CudnnConv(const Shape& sh, bool tensor_ops) : data_(sh, 17) {
     // cuDNN's NHWC activations are kcnn's (N, H, W, C); its NHWC filters (KRSC) are
     // kcnn's (M, R, S, C).
     const cudnnTensorFormat_t format = sh.nhwc() ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-    KCNN_CUDNN_CHECK(
-        cudnnSetTensor4dDescriptor(d_.x, format, CUDNN_DATA_FLOAT, sh.N, sh.C, sh.H, sh.W));
-    KCNN_CUDNN_CHECK(
-        cudnnSetTensor4dDescriptor(d_.y, format, CUDNN_DATA_FLOAT, sh.N, sh.M, sh.P(), sh.Q()));
-    KCNN_CUDNN_CHECK(
-        cudnnSetTensor4dDescriptor(d_.bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, sh.M, 1, 1));
-    KCNN_CUDNN_CHECK(
-        cudnnSetFilter4dDescriptor(d_.w, CUDNN_DATA_FLOAT, format, sh.M, sh.C, sh.R, sh.S));
+    const cudnnDataType_t type = cudnn_data_type<Scalar>();
+    KCNN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d_.x, format, type, sh.N, sh.C, sh.H, sh.W));
+    KCNN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d_.y, format, type, sh.N, sh.M, sh.P(), sh.Q()));
+    KCNN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d_.bias, CUDNN_TENSOR_NCHW, type, 1, sh.M, 1, 1));
+    KCNN_CUDNN_CHECK(cudnnSetFilter4dDescriptor(d_.w, type, format, sh.M, sh.C, sh.R, sh.S));
     KCNN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d_.conv, sh.pad, sh.pad, sh.stride, sh.stride,
                                                      sh.dilation, sh.dilation,
                                                      CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
@@ -148,8 +163,31 @@ class CudnnConv final : public BaselineRun {
     search_ws = Bytes();
 
     // The fastest (results come sorted) that ran, in fp32, and that the fused
-    // conv + bias + ReLU call accepts.
+    // conv + bias + ReLU call accepts; else (16-bit) the fastest convolution alone.
     std::string tried;
+    for (int pass = 0; pass < 2 && !chosen_; ++pass) {
+      conv_only_ = pass == 1;
+      if (conv_only_ && std::is_same_v<Scalar, float>) break;
+      choose(perf, found, tensor_ops, tried);
+    }
+    if (!chosen_)
+      throw std::runtime_error("cuDNN: no algorithm runs conv + bias + ReLU here;" + tried);
+    Kokkos::fence();
+  }
+
+  void run() override { KCNN_CUDNN_CHECK(launch()); }
+
+  std::string describe() const override {
+    return std::string("cuDNN ") + algo_name(algo_) +
+           " ws=" + std::to_string(workspace_bytes_ >> 20) +
+           "MiB find=" + std::to_string(find_ms_) + "ms" +
+           (conv_only_ ? " (convolution only: cuDNN fuses no bias + ReLU here)" : "");
+  }
+
+ private:
+  /// The first of the measured algorithms `perf` (fastest first) that runs.
+  void choose(const cudnnConvolutionFwdAlgoPerf_t* perf, int found, bool tensor_ops,
+              std::string& tried) {
     for (int i = 0; i < found && !chosen_; ++i) {
       const auto& r = perf[i];
       if (r.status != CUDNN_STATUS_SUCCESS ||
@@ -166,51 +204,59 @@ class CudnnConv final : public BaselineRun {
         chosen_ = true;
         find_ms_ = r.time;
       } else {
-        tried += std::string(" ") + algo_name(r.algo) + ": " + cudnnGetErrorString(status);
+        tried += std::string(" ") + algo_name(r.algo) + (conv_only_ ? " (alone)" : "") + ": " +
+                 cudnnGetErrorString(status);
       }
     }
-    if (!chosen_)
-      throw std::runtime_error("cuDNN: no fp32 algorithm runs conv + bias + ReLU here;" + tried);
-    Kokkos::fence();
   }
 
-  void run() override { KCNN_CUDNN_CHECK(launch()); }
-
-  std::string describe() const override {
-    return std::string("cuDNN ") + algo_name(algo_) +
-           " ws=" + std::to_string(workspace_bytes_ >> 20) +
-           "MiB find=" + std::to_string(find_ms_) + "ms";
-  }
-
- private:
-  /// y = ReLU(conv(x, w) + bias): alpha2 = 0, so z (= y) is not read.
+  /// y = ReLU(conv(x, w) + bias): alpha2 = 0, so z (= y) is not read. conv_only_: y =
+  /// conv(x, w).
   cudnnStatus_t launch() {
     const float one = 1.0f, zero = 0.0f;
+    if (conv_only_)
+      return cudnnConvolutionForward(handle(), &one, d_.x, data_.x.data(), d_.w, data_.w.data(),
+                                     d_.conv, algo_, workspace_.data(), workspace_bytes_, &zero,
+                                     d_.y, data_.y.data());
     return cudnnConvolutionBiasActivationForward(
         handle(), &one, d_.x, data_.x.data(), d_.w, data_.w.data(), d_.conv, algo_,
         workspace_.data(), workspace_bytes_, &zero, d_.y, data_.y.data(), d_.bias,
         data_.bias.data(), d_.act, d_.y, data_.y.data());
   }
 
-  ShapeData<Space> data_;
+  ShapeData<Space, Scalar> data_;
   Bytes workspace_;
   std::size_t workspace_bytes_ = 0;
   Descriptors d_;
   cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   bool chosen_ = false;
+  bool conv_only_ = false;
   float find_ms_ = 0;
 };
 
 }  // namespace
 
-std::vector<Baseline> cudnn_baselines() {
-  return {{"cuDNN", true,
-           [](const Shape& sh) -> std::unique_ptr<BaselineRun> {
-             return std::make_unique<CudnnConv>(sh, false);
-           }},
-          {"cuDNN-TF32", false, [](const Shape& sh) -> std::unique_ptr<BaselineRun> {
-             return std::make_unique<CudnnConv>(sh, true);
-           }}};
+std::vector<Baseline> cudnn_baselines(ScalarKind scalar) {
+  switch (scalar) {
+    case ScalarKind::Float:
+      return {{"cuDNN", true,
+               [](const Shape& sh) -> std::unique_ptr<BaselineRun> {
+                 return std::make_unique<CudnnConv<float>>(sh, false);
+               }},
+              {"cuDNN-TF32", false, [](const Shape& sh) -> std::unique_ptr<BaselineRun> {
+                 return std::make_unique<CudnnConv<float>>(sh, true);
+               }}};
+    case ScalarKind::Half:
+      return {{"cuDNN", true, [](const Shape& sh) -> std::unique_ptr<BaselineRun> {
+                 return std::make_unique<CudnnConv<Kokkos::Experimental::half_t>>(sh, true);
+               }}};
+    case ScalarKind::BFloat16:
+      return {{"cuDNN", true, [](const Shape& sh) -> std::unique_ptr<BaselineRun> {
+                 return std::make_unique<CudnnConv<kcnn::bfloat16>>(sh, true);
+               }}};
+    default:
+      return {};
+  }
 }
 
 BaselineLibrary cudnn_library() {

@@ -5,7 +5,8 @@
 //   kcnn_perf [--batch B] [--shape N,C,H,W,M,R,S,stride,pad[,dilation][,nhwc]]...
 //             [--reps N] [--target-seconds T] [--max-seconds T]
 //             [--algo-cache FILE] [--tune] [--save-algo-cache FILE]
-//             [--workspace-mib MiB] [--scalar float|double] [--math Strict|TF32|TF32x3]
+//             [--workspace-mib MiB] [--scalar float|double|half|bfloat16]
+//             [--math Strict|TF32|TF32x3]
 //             [Google Benchmark flags, e.g. --benchmark_filter=lenet
 //              --benchmark_out=f.json --benchmark_out_format=json]
 //
@@ -33,7 +34,11 @@
 // --workspace-mib sets kcnn::set_workspace_limit (Im2colGemm's scratch budget).
 // --scalar double runs the convolution suites (and --shape) with double tensors: kcnn's
 // algorithms and Auto only (no baseline, pooling, stack or im2col benchmarks), GFLOP/s
-// against the dgemm ceiling, GB/s with 8-byte elements. Default float.
+// against the dgemm ceiling, GB/s with 8-byte elements. --scalar half | bfloat16: the
+// convolution suites in that type beside cuDNN in the same type and layout (float
+// sums), GFLOP/s against cublasGemmEx's 16-bit rate, GB/s with 2-byte elements, and the
+// LeNet stack in that type (lenet_stack_<type>/...) beside the float stack
+// (lenet_stack/...) in the same run; no pooling or im2col rows. Default float.
 // im2col/lenet/c3/<layout> times kcnn::im2col alone on LeNet C3's whole batch (GB/s = x
 // read + the unrolled matrix written; frac_peak_bw against the copy ceiling).
 //
@@ -90,7 +95,7 @@ struct Options {
   std::string algo_cache;       ///< kcnn::load_algo_cache(this) first: Auto uses tuned choices
   bool tune = false;            ///< Auto benchmarks call kcnn::find_best_algo first (untimed)
   std::string save_algo_cache;  ///< kcnn::save_algo_cache(this) at the end
-  bool double_scalar = false;   ///< --scalar double: the convolutions in fp64
+  ScalarKind scalar = ScalarKind::Float;         ///< --scalar: the convolutions' element type
   kcnn::MathMode math = kcnn::MathMode::Strict;  ///< --math: Conv2dParams::math of kcnn's rows
 };
 
@@ -247,18 +252,23 @@ bool time_or_skip(benchmark::State& state, F&& once, Timing& t) {
   return true;
 }
 
-using Tensor4 = Kokkos::View<float****, Kokkos::LayoutRight, Space::memory_space>;
-using Tensor1 = Kokkos::View<float*, Space::memory_space>;
+template <class Scalar>
+using Tensor4Of = Kokkos::View<Scalar****, Kokkos::LayoutRight, Space::memory_space>;
+template <class Scalar>
+using Tensor1Of = Kokkos::View<Scalar*, Space::memory_space>;
+using Tensor4 = Tensor4Of<float>;
+using Tensor1 = Tensor1Of<float>;
 
 /// A tensor of logical extents (n, c, h, w) stored in `layout`; random in [-1, 1] if
 /// `seed` is not 0.
-Tensor4 tensor(const std::string& label, kcnn::Layout layout, int n, int c, int h, int w,
-               unsigned seed = 0) {
-  Tensor4 t =
-      layout == kcnn::Layout::NHWC ? Tensor4(label, n, h, w, c) : Tensor4(label, n, c, h, w);
+template <class Scalar = float>
+Tensor4Of<Scalar> tensor(const std::string& label, kcnn::Layout layout, int n, int c, int h, int w,
+                         unsigned seed = 0) {
+  using T4 = Tensor4Of<Scalar>;
+  T4 t = layout == kcnn::Layout::NHWC ? T4(label, n, h, w, c) : T4(label, n, c, h, w);
   if (seed != 0) {
     Kokkos::Random_XorShift64_Pool<Space> pool(seed);
-    Kokkos::fill_random(t, pool, -1.0f, 1.0f);
+    fill_uniform(t, pool);
   }
   return t;
 }
@@ -321,26 +331,31 @@ void bench_im2col(benchmark::State& state, const Shape& sh) {
 
 /// The seed network's convolution stack at batch B: C1 (1 -> 4 maps, 7x7, 86x86 -> 80x80)
 /// -> ReLU -> 2x2 max pool (40x40) -> C3 (4 -> 16 maps, 7x7, 34x34) -> ReLU -> 4x4 max
-/// pool (8x8), with biases.
+/// pool (8x8), with biases; tensors of Scalar.
+template <class Scalar = float>
 void bench_lenet_stack(benchmark::State& state, int B, kcnn::Layout layout, bool fused,
                        kcnn::ConvAlgo algo) {
+  using Tensor4 = Tensor4Of<Scalar>;
+  using Tensor1 = Tensor1Of<Scalar>;
   const double flops = 2.0 * B * (4.0 * 80 * 80 * 1 * 7 * 7 + 16.0 * 34 * 34 * 4 * 7 * 7);
   const auto rate = g_run->calibrated_gflops.find(algo);
   if (rate != g_run->calibrated_gflops.end() &&
       flops / (rate->second * 1e9) > g_run->opt.max_seconds)
     return skip(state, std::string("skipped: ") + kcnn::to_string(algo) +
                            " would exceed --max-seconds on this stack");
-  const Tensor4 x = tensor("x", layout, B, 1, 86, 86, 1);
-  const Tensor4 w1 = tensor("w1", layout, 4, 1, 7, 7, 2), w3 = tensor("w3", layout, 16, 4, 7, 7, 3);
+  const Tensor4 x = tensor<Scalar>("x", layout, B, 1, 86, 86, 1);
+  const Tensor4 w1 = tensor<Scalar>("w1", layout, 4, 1, 7, 7, 2),
+                w3 = tensor<Scalar>("w3", layout, 16, 4, 7, 7, 3);
   Tensor1 b1("b1", 4), b3("b3", 16);
   Kokkos::Random_XorShift64_Pool<Space> rng(4);
-  Kokkos::fill_random(b1, rng, -1.0f, 1.0f);
-  Kokkos::fill_random(b3, rng, -1.0f, 1.0f);
-  const Tensor4 s2 = tensor("s2", layout, B, 4, 40, 40), s4 = tensor("s4", layout, B, 16, 8, 8);
+  fill_uniform(b1, rng);
+  fill_uniform(b3, rng);
+  const Tensor4 s2 = tensor<Scalar>("s2", layout, B, 4, 40, 40),
+                s4 = tensor<Scalar>("s4", layout, B, 16, 8, 8);
   Tensor4 c1, c3;  // the unpooled outputs: the unfused sequence only
   if (!fused) {
-    c1 = tensor("c1", layout, B, 4, 80, 80);
-    c3 = tensor("c3", layout, B, 16, 34, 34);
+    c1 = tensor<Scalar>("c1", layout, B, 4, 80, 80);
+    c3 = tensor<Scalar>("c3", layout, B, 16, 34, 34);
   }
   kcnn::Conv2dParams conv;
   conv.layout = layout;
@@ -415,6 +430,25 @@ void bench_lenet_fused_layer(benchmark::State& state, int B, kcnn::Layout layout
 
 void register_one(const std::string& name, std::function<void(benchmark::State&)> fn);
 
+/// The LeNet stack fused and unfused in `layout` for every implemented algorithm, then
+/// Auto, tensors of Scalar: lenet_stack/... for float, lenet_stack_<type>/... otherwise.
+template <class Scalar = float>
+void register_stack_benchmarks(int batch, kcnn::Layout layout) {
+  auto stack_algos = kcnn::implemented_conv_algos();
+  stack_algos.push_back(kcnn::ConvAlgo::Auto);
+  const std::string prefix =
+      std::is_same_v<Scalar, float>
+          ? std::string("lenet_stack/")
+          : std::string("lenet_stack_") + kcnn::Impl::ElementTraits<Scalar>::name + "/";
+  for (kcnn::ConvAlgo algo : stack_algos)
+    for (bool fused : {true, false})
+      register_one(prefix + (fused ? "fused/" : "unfused/") + kcnn::to_string(layout) + "/" +
+                       kcnn::to_string(algo),
+                   [batch, layout, fused, algo](benchmark::State& st) {
+                     bench_lenet_stack<Scalar>(st, batch, layout, fused, algo);
+                   });
+}
+
 /// Pooling alone on the LeNet subsampling layers, and the LeNet stack fused and unfused
 /// for every implemented algorithm, in both layouts.
 void register_pool_benchmarks(int batch) {
@@ -435,13 +469,7 @@ void register_pool_benchmarks(int batch) {
                      [batch, layout, c3, algo](benchmark::State& st) {
                        bench_lenet_fused_layer(st, batch, layout, c3, algo);
                      });
-    for (kcnn::ConvAlgo algo : stack_algos)
-      for (bool fused : {true, false})
-        register_one(std::string("lenet_stack/") + (fused ? "fused/" : "unfused/") +
-                         kcnn::to_string(layout) + "/" + kcnn::to_string(algo),
-                     [batch, layout, fused, algo](benchmark::State& st) {
-                       bench_lenet_stack(st, batch, layout, fused, algo);
-                     });
+    register_stack_benchmarks(batch, layout);
   }
 }
 
@@ -458,10 +486,16 @@ void register_shape(const Shape& sh, const std::vector<Baseline>& baselines) {
                  [sh, b](benchmark::State& st) { bench_baseline(st, sh, b); });
   for (kcnn::ConvAlgo algo : kcnn_algorithms())
     register_one(sh.benchmark_name(kcnn::to_string(algo)), [sh, algo](benchmark::State& st) {
-      if (g_run->opt.double_scalar)
-        bench_kcnn<double>(st, sh, algo);
-      else
-        bench_kcnn<float>(st, sh, algo);
+      switch (g_run->opt.scalar) {
+        case ScalarKind::Double:
+          return bench_kcnn<double>(st, sh, algo);
+        case ScalarKind::Half:
+          return bench_kcnn<Kokkos::Experimental::half_t>(st, sh, algo);
+        case ScalarKind::BFloat16:
+          return bench_kcnn<kcnn::bfloat16>(st, sh, algo);
+        default:
+          return bench_kcnn<float>(st, sh, algo);
+      }
     });
 }
 
@@ -504,9 +538,13 @@ std::vector<char*> parse_args(int argc, char** argv, Options& opt) {
       opt.save_algo_cache = value();
     } else if (is("--scalar")) {
       const std::string v = value();
-      if (v != "float" && v != "double")
-        throw std::invalid_argument("--scalar wants float or double, got '" + v + "'");
-      opt.double_scalar = v == "double";
+      bool known = false;
+      for (ScalarKind k :
+           {ScalarKind::Float, ScalarKind::Double, ScalarKind::Half, ScalarKind::BFloat16})
+        if (v == to_string(k)) opt.scalar = k, known = true;
+      if (!known)
+        throw std::invalid_argument("--scalar wants float, double, half or bfloat16, got '" + v +
+                                    "'");
     } else if (is("--math")) {
       const std::string v = value();
       if (v == "Strict") {
@@ -542,6 +580,14 @@ int run_all(int argc, char** argv) {
     std::fprintf(stderr, "kcnn_perf: %s\n", e.what());
     return 2;
   }
+  const bool double_scalar = run.opt.scalar == ScalarKind::Double;
+  const bool scalar_16bit =
+      run.opt.scalar == ScalarKind::Half || run.opt.scalar == ScalarKind::BFloat16;
+  const GemmKind gemm_kind = double_scalar                            ? GemmKind::Double
+                             : run.opt.scalar == ScalarKind::Half     ? GemmKind::Half
+                             : run.opt.scalar == ScalarKind::BFloat16 ? GemmKind::BFloat16
+                             : run.opt.math != kcnn::MathMode::Strict ? GemmKind::FloatTF32
+                                                                      : GemmKind::Float;
   bool listing = false;  // --benchmark_list_tests: no need to measure anything
   for (const char* a : rest)
     listing |= std::string(a) == "--benchmark_list_tests" ||
@@ -563,17 +609,24 @@ int run_all(int argc, char** argv) {
                                              : "";
   benchmark::AddCustomContext("algo_cache", cache_note);
   if (!listing) {
-    run.peaks = measure_peaks(kDeviceBuild, run.opt.double_scalar,
-                              !run.opt.double_scalar && run.opt.math != kcnn::MathMode::Strict);
-    if (run.opt.double_scalar)
-      calibrate<double>(run);
-    else
-      calibrate<float>(run);
+    run.peaks = measure_peaks(kDeviceBuild, gemm_kind);
+    switch (run.opt.scalar) {
+      case ScalarKind::Double:
+        calibrate<double>(run);
+        break;
+      case ScalarKind::Half:
+        calibrate<Kokkos::Experimental::half_t>(run);
+        break;
+      case ScalarKind::BFloat16:
+        calibrate<kcnn::bfloat16>(run);
+        break;
+      default:
+        calibrate<float>(run);
+    }
   }
-  // The baselines run fp32 only: none beside the fp64 suites.
-  const std::vector<Baseline> baselines =
-      run.opt.double_scalar ? std::vector<Baseline>{} : available_baselines();
-  const char* scalar = run.opt.double_scalar ? "double" : "float";
+  // The baselines in the run's type (none beside the fp64 suites).
+  const std::vector<Baseline> baselines = available_baselines(run.opt.scalar);
+  const char* scalar = to_string(run.opt.scalar);
 
   // What this run is, for the console and the JSON context.
   std::string libs, calib;
@@ -611,13 +664,13 @@ int run_all(int argc, char** argv) {
   benchmark::AddCustomContext("peak_copy", "Kokkos::deep_copy, 2 x " + fixed(pk.copy_mib / 2, 0) +
                                                " MiB (bytes read + written)");
   benchmark::AddCustomContext("scalar", scalar);
-  const bool tf32_peak =
-      kDeviceBuild && !run.opt.double_scalar && run.opt.math != kcnn::MathMode::Strict;
+  const bool tf32_peak = kDeviceBuild && gemm_kind == GemmKind::FloatTF32;
   benchmark::AddCustomContext(
-      "peak_gemm", std::string("KokkosBlas::gemm ") +
-                       (run.opt.double_scalar ? "fp64 "
-                        : tf32_peak           ? "fp32 with cuBLAS TF32 tensor-op math "
-                                              : "fp32 ") +
+      "peak_gemm", std::string(scalar_16bit ? "cublasGemmEx " : "KokkosBlas::gemm ") +
+                       (double_scalar  ? "fp64 "
+                        : scalar_16bit ? std::string(scalar) + " with float sums "
+                        : tf32_peak    ? "fp32 with cuBLAS TF32 tensor-op math "
+                                       : "fp32 ") +
                        std::to_string(pk.gemm_n) + "^3" +
                        (tf32_peak && run.opt.math == kcnn::MathMode::TF32x3
                             ? " (TF32x3 does 3 TF32 products per product: its floor is a third)"
@@ -637,15 +690,17 @@ int run_all(int argc, char** argv) {
     std::fprintf(stderr,
                  "kcnn_perf: Kokkos %s on %s\n"
                  "kcnn_perf: scalar %s\n"
-                 "kcnn_perf: peaks: copy %.1f GB/s (%s), %s %.1f GFLOP/s (KokkosBlas::gemm "
-                 "%d^3)\n"
+                 "kcnn_perf: peaks: copy %.1f GB/s (%s), %s %.1f GFLOP/s (%s %d^3)\n"
                  "kcnn_perf: baselines: %s; vs_baseline = time of %s / time\n"
                  "kcnn_perf: timing: %s\n"
                  "kcnn_perf: calibration: %s\n"
                  "kcnn_perf: skip rule: %s\n",
                  Space::name(), pk.device.c_str(), scalar, pk.gbs,
                  ("deep_copy 2 x " + fixed(pk.copy_mib / 2, 0) + " MiB").c_str(),
-                 run.opt.double_scalar ? "dgemm" : "sgemm", pk.gflops, pk.gemm_n,
+                 double_scalar  ? "dgemm"
+                 : scalar_16bit ? "16-bit gemm"
+                                : "sgemm",
+                 pk.gflops, scalar_16bit ? "cublasGemmEx" : "KokkosBlas::gemm", pk.gemm_n,
                  libs.empty() ? "none" : libs.c_str(), reference.c_str(), timing_rule.c_str(),
                  calib.c_str(), skip_rule.c_str());
 
@@ -653,9 +708,17 @@ int run_all(int argc, char** argv) {
     register_shape(sh, baselines);
   for (const Shape& sh : run.opt.custom)
     register_shape(sh, baselines);
-  if (!run.opt.double_scalar) register_pool_benchmarks(run.opt.lenet_batch);
+  if (run.opt.scalar == ScalarKind::Float) register_pool_benchmarks(run.opt.lenet_batch);
   for (kcnn::Layout layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
-    if (run.opt.double_scalar) break;
+    if (!scalar_16bit) break;
+    register_stack_benchmarks(run.opt.lenet_batch, layout);  // float, for the ratio
+    if (run.opt.scalar == ScalarKind::Half)
+      register_stack_benchmarks<Kokkos::Experimental::half_t>(run.opt.lenet_batch, layout);
+    else
+      register_stack_benchmarks<kcnn::bfloat16>(run.opt.lenet_batch, layout);
+  }
+  for (kcnn::Layout layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
+    if (run.opt.scalar != ScalarKind::Float) break;
     Shape c3{"im2col", "c3", run.opt.lenet_batch, 4, 40, 40, 16, 7, 7};
     c3.layout = layout;
     register_one("im2col/lenet/c3/" + std::string(kcnn::to_string(layout)),

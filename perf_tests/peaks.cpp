@@ -5,6 +5,7 @@
 #include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
 #include <Kokkos_Random.hpp>
+#include <kcnn/bfloat16.hpp>
 #include <kcnn/impl/blas/kokkos_kernels_compat.hpp>
 
 #include <fstream>
@@ -14,6 +15,9 @@
 
 #if defined(KOKKOS_ENABLE_CUDA)
 #include <cuda_runtime.h>
+#endif
+#if defined(KCNN_KOKKOSKERNELS_CUBLAS_HANDLE)
+#include <cublas_v2.h>
 #endif
 
 namespace kcnn_perf {
@@ -58,7 +62,35 @@ double gemm_gflops(int n, Kokkos::Random_XorShift64_Pool<Space>& pool,
 
 }  // namespace
 
-Peaks measure_peaks(bool device, bool double_gemm, bool tf32_gemm) {
+/// 2 n^3 / s of cublasGemmEx on square n x n matrices of 16-bit `Scalar` with float sums
+/// (CUBLAS_COMPUTE_32F), on Kokkos' stream; 0 where there is no cuBLAS.
+template <class Scalar>
+double gemm16_gflops(int n) {
+#if defined(KCNN_KOKKOSKERNELS_CUBLAS_HANDLE)
+  using Matrix = Kokkos::View<Scalar**, Kokkos::LayoutLeft, Space::memory_space>;
+  Matrix a("gemm_a", n, n), b("gemm_b", n, n), c("gemm_c", n, n);
+  Kokkos::deep_copy(a, Scalar(0.5f));
+  Kokkos::deep_copy(b, Scalar(-0.25f));
+  const cudaDataType type =
+      std::is_same_v<Scalar, Kokkos::Experimental::half_t> ? CUDA_R_16F : CUDA_R_16BF;
+  cublasHandle_t handle = KokkosBlas::Impl::CudaBlasSingleton::singleton().handle;
+  cublasSetStream(handle, Space().cuda_stream());
+  const float one = 1.0f, zero = 0.0f;
+  const Timing t = time_median(
+      [&] {
+        cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.data(), type, n, b.data(),
+                     type, n, &zero, c.data(), type, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        Space().fence();
+      },
+      5, 0);
+  return 2.0 * n * double(n) * n / t.median * 1e-9;
+#else
+  (void)n;
+  return 0;
+#endif
+}
+
+Peaks measure_peaks(bool device, GemmKind gemm) {
   Peaks peaks;
   peaks.device = device_name();
   Kokkos::Random_XorShift64_Pool<Space> pool(5);
@@ -76,9 +108,20 @@ Peaks measure_peaks(bool device, bool double_gemm, bool tf32_gemm) {
     const int n = device ? 8192 : 2048;
     peaks.gemm_n = n;
     using kcnn::Impl::kokkos_kernels_compat::GemmMath;
-    peaks.gflops = double_gemm
-                       ? gemm_gflops<double>(n, pool, GemmMath::Strict)
-                       : gemm_gflops<float>(n, pool, tf32_gemm ? GemmMath::TF32 : GemmMath::Strict);
+    switch (gemm) {
+      case GemmKind::Double:
+        peaks.gflops = gemm_gflops<double>(n, pool, GemmMath::Strict);
+        break;
+      case GemmKind::Half:
+        peaks.gflops = device ? gemm16_gflops<Kokkos::Experimental::half_t>(n) : 0;
+        break;
+      case GemmKind::BFloat16:
+        peaks.gflops = device ? gemm16_gflops<kcnn::bfloat16>(n) : 0;
+        break;
+      default:
+        peaks.gflops = gemm_gflops<float>(
+            n, pool, gemm == GemmKind::FloatTF32 ? GemmMath::TF32 : GemmMath::Strict);
+    }
   }
   return peaks;
 }

@@ -16,11 +16,14 @@ struct Peaks {
   std::string device;  ///< GPU or CPU model
 };
 
-/// Measures both peaks (about a second). `device`: sizes for a GPU, else a CPU;
-/// `double_gemm`: the GEMM in fp64 (dgemm; cuBLAS runs it on the fp64 tensor cores
-/// where the GPU has them), else fp32 (sgemm); `tf32_gemm`: the fp32 GEMM with cuBLAS'
-/// TF32 tensor-core math (the floor of kcnn's TF32 and TF32x3 kernels; host BLAS
-/// libraries compute strictly).
-Peaks measure_peaks(bool device, bool double_gemm = false, bool tf32_gemm = false);
+/// The GEMM whose rate is the floor of a run's convolutions: fp32 (sgemm), fp32 with
+/// cuBLAS' TF32 tensor-core math (the floor of kcnn's TF32 and TF32x3 kernels; host BLAS
+/// libraries compute strictly), fp64 (dgemm; cuBLAS runs it on the fp64 tensor cores
+/// where the GPU has them), half and bfloat16 (cublasGemmEx: 16-bit matrices, float
+/// sums; CUDA builds only, elsewhere no GEMM ceiling is measured).
+enum class GemmKind { Float, FloatTF32, Double, Half, BFloat16 };
+
+/// Measures both peaks (about a second). `device`: sizes for a GPU, else a CPU.
+Peaks measure_peaks(bool device, GemmKind gemm);
 
 }  // namespace kcnn_perf

@@ -12,12 +12,13 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace kcnn_perf {
 
 /// One convolution problem (bias and ReLU, like a network layer; fp32 unless kcnn_perf
-/// runs with --scalar double).
+/// runs with another --scalar).
 struct Shape {
   std::string suite;  ///< "lenet", "resnet3x3", "pointwise", "alexnet", "odd", "custom"
   std::string name;   ///< unique within its suite, e.g. "c1_s2"
@@ -60,6 +61,40 @@ struct Shape {
   }
 };
 
+/// The element types kcnn_perf's convolutions run in (--scalar).
+enum class ScalarKind { Float, Double, Half, BFloat16 };
+
+inline const char* to_string(ScalarKind s) {
+  switch (s) {
+    case ScalarKind::Double:
+      return "double";
+    case ScalarKind::Half:
+      return "half";
+    case ScalarKind::BFloat16:
+      return "bfloat16";
+    default:
+      return "float";
+  }
+}
+
+/// Uniform random values in [-1, 1] into `v` (any rank, contiguous): drawn in float and
+/// rounded to the View's type where that is a 16-bit one (Kokkos' random pools draw
+/// float and double only).
+template <class ExecSpace, class View>
+void fill_uniform(const View& v, Kokkos::Random_XorShift64_Pool<ExecSpace>& pool) {
+  using Scalar = typename View::non_const_value_type;
+  if constexpr (std::is_same_v<Scalar, float> || std::is_same_v<Scalar, double>) {
+    Kokkos::fill_random(v, pool, Scalar(-1), Scalar(1));
+  } else {
+    Kokkos::View<float*, typename ExecSpace::memory_space> drawn("drawn", v.span());
+    Kokkos::fill_random(drawn, pool, -1.0f, 1.0f);
+    Scalar* const out = v.data();
+    Kokkos::parallel_for(
+        "kcnn_perf::round_inputs", Kokkos::RangePolicy<ExecSpace>(0, v.span()),
+        KOKKOS_LAMBDA(const std::size_t i) { out[i] = Scalar(drawn(i)); });
+  }
+}
+
 /// x, w, bias and y of a shape in the shape's layout (kcnn's storage order, which is
 /// also cuDNN's and oneDNN's for NCHW/NHWC), in the memory of `ExecSpace`, elements of
 /// `Scalar`; the inputs random in [-1, 1], never zeros.
@@ -76,9 +111,9 @@ struct ShapeData {
                   : Tensor("y", sh.N, sh.M, sh.P(), sh.Q());
     bias = decltype(bias)("bias", sh.M);
     Kokkos::Random_XorShift64_Pool<ExecSpace> pool(seed);
-    Kokkos::fill_random(x, pool, Scalar(-1), Scalar(1));
-    Kokkos::fill_random(w, pool, Scalar(-1), Scalar(1));
-    Kokkos::fill_random(bias, pool, Scalar(-1), Scalar(1));
+    fill_uniform(x, pool);
+    fill_uniform(w, pool);
+    fill_uniform(bias, pool);
     ExecSpace().fence();
   }
 };
