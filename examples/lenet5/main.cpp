@@ -4,7 +4,7 @@
 //
 //   lenet5 train [--epochs E] [--batch B] [--lr LR] [--out weights.bin] [--data DIR]
 //   lenet5 infer [--weights weights.bin] [--batch B] [--limit N] [--data DIR]
-//                [--min-accuracy A] [--skip-missing-data]
+//                [--precision fp32|bf16|fp16] [--min-accuracy A] [--skip-missing-data]
 //
 // The 28x28 images are upsampled to 86x86 (bilinear, on the device), then
 //   conv 1->4 (7x7) + ReLU -> 2x2 max pool -> conv 4->16 (7x7) + ReLU -> 4x4 max pool
@@ -12,6 +12,14 @@
 // Training: softmax cross-entropy, SGD with momentum; the dense layers are
 // KokkosBlas::gemm calls. Inference runs each convolution with its fused ReLU and
 // pooling (ConvAlgo::Auto) and reports its time ("Op Time", fenced).
+//
+// --precision bf16 | fp16 runs inference a second time in 16 bits (kcnn::bfloat16 or
+// Kokkos' half_t) and prints both accuracies: the float weights are rounded to the type
+// once, at load; the convolutions take 16-bit tensors (float sums, one rounding per
+// output); the dense layers multiply the 16-bit features and rounded weights in float
+// (what a 16-bit GEMM with float sums computes) and round their outputs to the type.
+// --min-accuracy then applies to the 16-bit run. (Host-only Kokkos stores half_t as
+// float: there fp16 computes in float.)
 #include <zlib.h>
 #include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
@@ -32,6 +40,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "weights_file.hpp"
@@ -319,16 +328,38 @@ struct Activations {
         logits("logits", batch, kClasses) {}
 };
 
-/// The dense layers: h = relu(p2 * w3^T + b3), logits = h * w4^T + b4.
+/// to[i] = from[i] converted (float -> 16 bits rounds to nearest even; 16 bits -> float is
+/// exact), for n contiguous elements on the device.
+template <class To, class From>
+void convert(To* to, const From* from, std::size_t n) {
+  Kokkos::parallel_for(
+      "lenet5::convert", Kokkos::RangePolicy<Space>(0, n),
+      KOKKOS_LAMBDA(const std::size_t i) { to[i] = To(static_cast<float>(from[i])); });
+}
+
+/// Rounds every element of a float matrix to T and back (the store of a 16-bit result).
+template <class T>
+void round_through(const Matrix& m) {
+  float* const data = m.data();
+  Kokkos::parallel_for(
+      "lenet5::round_to_16bit", Kokkos::RangePolicy<Space>(0, m.span()),
+      KOKKOS_LAMBDA(const std::size_t i) { data[i] = static_cast<float>(T(data[i])); });
+}
+
+/// The dense layers: h = relu(p2 * w3^T + b3), logits = h * w4^T + b4; with a 16-bit
+/// T, h and logits rounded to T (a 16-bit GEMM with float sums and 16-bit outputs).
+template <class T = float>
 void dense_forward(const Layers& net, const Tensor& p2, const Matrix& h, const Matrix& logits) {
   const int batch = static_cast<int>(p2.extent(0));
   const ConstGemmMatrix features(p2.data(), batch, 1024);
   KokkosBlas::gemm("N", "T", 1.0f, features, ConstGemmMatrix(net.w3), 0.0f,
                    GemmMatrix(h.data(), batch, 32));
   add_bias(h, net.b3, true);
+  if constexpr (!std::is_same_v<T, float>) round_through<T>(h);
   KokkosBlas::gemm("N", "T", 1.0f, ConstGemmMatrix(h.data(), batch, 32), ConstGemmMatrix(net.w4),
                    0.0f, GemmMatrix(logits.data(), batch, kClasses));
   add_bias(logits, net.b4, false);
+  if constexpr (!std::is_same_v<T, float>) round_through<T>(logits);
 }
 
 /// The training forward pass: every intermediate kept, convolutions unfused.
@@ -375,6 +406,7 @@ void backward(const Layers& net, const Layers& grad, const Activations& a, Activ
 
 struct Options {
   std::string command;
+  std::string precision = "fp32";  ///< infer: fp32, or bf16 / fp16 beside fp32
   int epochs = 5, batch = 0, limit = 0;
   float lr = 0.02f;
   double min_accuracy = -1;
@@ -387,7 +419,7 @@ struct Options {
       stderr,
       "%s\nusage: lenet5 train [--epochs E] [--batch B] [--lr LR] [--out FILE] [--data DIR]\n"
       "       lenet5 infer [--weights FILE] [--batch B] [--limit N] [--data DIR]\n"
-      "                    [--min-accuracy A] [--skip-missing-data]\n"
+      "                    [--precision fp32|bf16|fp16] [--min-accuracy A] [--skip-missing-data]\n"
       "defaults: --data %s, --weights %s\n",
       why, LENET5_DATA_DIR, LENET5_DEFAULT_WEIGHTS);
   std::exit(2);
@@ -429,7 +461,11 @@ Options parse(int argc, char* argv[]) {
       o.min_accuracy = std::stod(value());
     else if (arg == "--skip-missing-data")
       o.skip_missing_data = true;
-    else
+    else if (arg == "--precision") {
+      o.precision = value();
+      if (o.precision != "fp32" && o.precision != "bf16" && o.precision != "fp16")
+        usage("--precision takes fp32, bf16 or fp16");
+    } else
       usage(("unknown option " + arg).c_str());
   }
   return o;
@@ -558,6 +594,90 @@ int train(const Options& o) {
   return 0;
 }
 
+/// The result of one pass over the test set.
+struct InferResult {
+  int correct = 0;
+  double conv1_ms = 0, conv2_ms = 0, total_ms = 0;
+};
+
+/// One inference pass over the first `count` test images in batches of `batch`, the
+/// convolutions in element type T (float, or a 16-bit type: see the file comment).
+/// `weights`: the float parameters.
+template <class T>
+InferResult infer_pass(const DeviceData& data, const Vector& weights, int count, int batch) {
+  using TTensor = Kokkos::View<T****, Kokkos::LayoutRight, Memory>;
+  using TVector = Kokkos::View<T*, Kokkos::LayoutRight, Memory>;
+  constexpr bool is_float = std::is_same_v<T, float>;
+  // 16 bits: the parameters rounded once (dense ones kept as float copies of the rounded
+  // values), the convolutions' in the type itself.
+  Vector rounded("weights_rounded", weights.span());
+  Kokkos::deep_copy(rounded, weights);
+  if constexpr (!is_float) round_through<T>(Matrix(rounded.data(), rounded.span(), 1));
+  const Layers net(rounded);
+  auto to_type = [](const auto& v, const std::string& label, auto... extents) {
+    using V = std::conditional_t<sizeof...(extents) == 4, TTensor, TVector>;
+    V out(label, extents...);
+    convert(out.data(), v.data(), out.span());
+    return out;
+  };
+  const TTensor w1 = to_type(net.w1, "w1", 4, 1, 7, 7), w2 = to_type(net.w2, "w2", 16, 4, 7, 7);
+  const TVector b1 = to_type(net.b1, "b1", 4), b2 = to_type(net.b2, "b2", 16);
+
+  // The fused layers: conv + bias + ReLU + max pool in one call each, Auto algorithm.
+  kcnn::Conv2dParams c1 = conv_params(), c3 = conv_params();
+  c1.pool = max_pool(2);
+  c3.pool = max_pool(4);
+  InferResult r;
+  Tensor x("x", batch, 1, kInput, kInput), p2("p2", batch, 16, 8, 8);
+  TTensor xt, p1t("p1", batch, 4, 40, 40), p2t;  // float: x and p2 themselves
+  if constexpr (is_float) {
+    xt = x, p2t = p2;
+  } else {
+    xt = TTensor("x_16bit", batch, 1, kInput, kInput);
+    p2t = TTensor("p2_16bit", batch, 16, 8, 8);
+  }
+  Matrix h("h", batch, 32), logits("logits", batch, kClasses);
+  // The layers on the first n images of x; returns their logits.
+  auto layers = [&](int n, double* conv1_ms, double* conv2_ms) {
+    const auto first_n = std::make_pair(0, n);
+    auto xs = Kokkos::subview(xt, first_n, Kokkos::ALL, Kokkos::ALL, Kokkos::ALL);
+    auto p1s = Kokkos::subview(p1t, first_n, Kokkos::ALL, Kokkos::ALL, Kokkos::ALL);
+    auto p2s = Kokkos::subview(p2t, first_n, Kokkos::ALL, Kokkos::ALL, Kokkos::ALL);
+    if constexpr (!is_float) convert(xt.data(), x.data(), xs.span());
+    Kokkos::fence();
+    auto t0 = std::chrono::steady_clock::now();
+    kcnn::conv2d_forward(Space(), xs, w1, b1, p1s, c1);
+    Kokkos::fence();
+    if (conv1_ms) *conv1_ms += 1e3 * seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    kcnn::conv2d_forward(Space(), p1s, w2, b2, p2s, c3);
+    Kokkos::fence();
+    if (conv2_ms) *conv2_ms += 1e3 * seconds_since(t0);
+    if constexpr (!is_float) convert(p2.data(), p2t.data(), p2s.span());
+    const auto ls = Kokkos::subview(logits, first_n, Kokkos::ALL);
+    dense_forward<T>(net,
+                     Tensor(Kokkos::subview(p2, first_n, Kokkos::ALL, Kokkos::ALL, Kokkos::ALL)),
+                     Matrix(Kokkos::subview(h, first_n, Kokkos::ALL)), Matrix(ls));
+    return Matrix(ls);
+  };
+  // One untimed pass over the first batch: first-call costs (kernel loading, the cached
+  // scratch of the fused pooling, BLAS handles) are not part of a layer's Op Time.
+  upsample_batch(data.images, data.order, 0, x);
+  layers(batch, nullptr, nullptr);
+  Kokkos::fence();
+  for (int first = 0; first < count; first += batch) {
+    const int n = std::min(batch, count - first);
+    auto xs = Kokkos::subview(x, std::make_pair(0, n), Kokkos::ALL, Kokkos::ALL, Kokkos::ALL);
+    Kokkos::fence();
+    const auto t_total = std::chrono::steady_clock::now();
+    upsample_batch(data.images, data.order, first, Tensor(xs));
+    const Matrix ls = layers(n, &r.conv1_ms, &r.conv2_ms);
+    r.correct += softmax_cross_entropy(ls, data.labels, data.order, first, Matrix()).correct;
+    r.total_ms += 1e3 * seconds_since(t_total);
+  }
+  return r;
+}
+
 int infer(const Options& o) {
   const std::vector<float> host = lenet5::load_weights(o.weights);
   Dataset test_set;
@@ -573,53 +693,31 @@ int infer(const Options& o) {
   const DeviceData data(test_set);
   Vector weights("weights", host.size());
   Kokkos::deep_copy(weights, host_view(host));
-  const Layers net(weights);
 
-  // The fused layers: conv + bias + ReLU + max pool in one call each, Auto algorithm.
-  kcnn::Conv2dParams c1 = conv_params(), c3 = conv_params();
-  c1.pool = max_pool(2);
-  c3.pool = max_pool(4);
-  double conv1_ms = 0, conv2_ms = 0, total_ms = 0;
-  int correct = 0;
-  Tensor x("x", batch, 1, kInput, kInput), p1("p1", batch, 4, 40, 40), p2("p2", batch, 16, 8, 8);
-  Matrix h("h", batch, 32), logits("logits", batch, kClasses);
-  // One untimed pass over the first batch: first-call costs (kernel loading, the cached
-  // scratch of the fused pooling, BLAS handles) are not part of a layer's Op Time.
-  upsample_batch(data.images, data.order, 0, x);
-  kcnn::conv2d_forward(Space(), x, net.w1, net.b1, p1, c1);
-  kcnn::conv2d_forward(Space(), p1, net.w2, net.b2, p2, c3);
-  dense_forward(net, p2, h, logits);
-  Kokkos::fence();
-  for (int first = 0; first < count; first += batch) {
-    const int n = std::min(batch, count - first);
-    auto xs = Kokkos::subview(x, std::make_pair(0, n), Kokkos::ALL, Kokkos::ALL, Kokkos::ALL);
-    auto p1s = Kokkos::subview(p1, std::make_pair(0, n), Kokkos::ALL, Kokkos::ALL, Kokkos::ALL);
-    auto p2s = Kokkos::subview(p2, std::make_pair(0, n), Kokkos::ALL, Kokkos::ALL, Kokkos::ALL);
-    Kokkos::fence();
-    const auto t_total = std::chrono::steady_clock::now();
-    upsample_batch(data.images, data.order, first, Tensor(xs));
-    Kokkos::fence();
-    auto t0 = std::chrono::steady_clock::now();
-    kcnn::conv2d_forward(Space(), xs, net.w1, net.b1, p1s, c1);
-    Kokkos::fence();
-    conv1_ms += 1e3 * seconds_since(t0);
-    t0 = std::chrono::steady_clock::now();
-    kcnn::conv2d_forward(Space(), p1s, net.w2, net.b2, p2s, c3);
-    Kokkos::fence();
-    conv2_ms += 1e3 * seconds_since(t0);
-    const auto hs = Kokkos::subview(h, std::make_pair(0, n), Kokkos::ALL);
-    const auto ls = Kokkos::subview(logits, std::make_pair(0, n), Kokkos::ALL);
-    dense_forward(net, Tensor(p2s), Matrix(hs), Matrix(ls));
-    correct += softmax_cross_entropy(Matrix(ls), data.labels, data.order, first, Matrix()).correct;
-    total_ms += 1e3 * seconds_since(t_total);
-  }
-  const double accuracy = double(correct) / count;
   std::printf("lenet5 infer on %s: %d test images, batch %d, weights %s\n", Space::name(), count,
               batch, o.weights.c_str());
-  std::printf("conv1 1->4 7x7 86x86 +ReLU +2x2 max pool: Op Time %9.3f ms\n", conv1_ms);
-  std::printf("conv2 4->16 7x7 40x40 +ReLU +4x4 max pool: Op Time %9.3f ms\n", conv2_ms);
-  std::printf("whole network (upsampling to softmax):     %9.3f ms\n", total_ms);
-  std::printf("accuracy %.4f (%d/%d)\n", accuracy, correct, count);
+  auto report = [&](const char* precision, const InferResult& r) {
+    std::printf("[%s] conv1 1->4 7x7 86x86 +ReLU +2x2 max pool: Op Time %9.3f ms\n", precision,
+                r.conv1_ms);
+    std::printf("[%s] conv2 4->16 7x7 40x40 +ReLU +4x4 max pool: Op Time %9.3f ms\n", precision,
+                r.conv2_ms);
+    std::printf("[%s] whole network (upsampling to softmax):     %9.3f ms\n", precision,
+                r.total_ms);
+    const double accuracy = double(r.correct) / count;
+    std::printf("[%s] accuracy %.4f (%d/%d)\n", precision, accuracy, r.correct, count);
+    return accuracy;
+  };
+  const double fp32_accuracy = report("fp32", infer_pass<float>(data, weights, count, batch));
+  double accuracy = fp32_accuracy;
+  if (o.precision != "fp32") {
+    const InferResult r =
+        o.precision == "bf16"
+            ? infer_pass<kcnn::bfloat16>(data, weights, count, batch)
+            : infer_pass<Kokkos::Experimental::half_t>(data, weights, count, batch);
+    accuracy = report(o.precision.c_str(), r);
+    std::printf("%s accuracy - fp32 accuracy: %+.2f points\n", o.precision.c_str(),
+                100.0 * (accuracy - fp32_accuracy));
+  }
   if (o.min_accuracy >= 0 && accuracy < o.min_accuracy) {
     std::fprintf(stderr, "accuracy %.4f is below the required %.4f\n", accuracy, o.min_accuracy);
     return 1;
