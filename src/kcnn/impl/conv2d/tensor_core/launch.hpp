@@ -281,6 +281,7 @@ std::size_t with_tensor_core_tile(std::int64_t M, const F& f) {
   } else if constexpr (is_16bit_storage_v<T>) {
     if constexpr (L == Layout::NHWC) {
       if (M <= Tiles::Bit16NhwcSmallM<T>::BM) return f(Tiles::Bit16NhwcSmallM<T>{});
+      if (M <= Tiles::Bit16NhwcMidM<T>::BM) return f(Tiles::Bit16NhwcMidM<T>{});
       return f(Tiles::Bit16NhwcLargeM<T>{});
     } else {
       if (M <= Tiles::Bit16NchwSmallM<T>::BM) return f(Tiles::Bit16NchwSmallM<T>{});

@@ -114,12 +114,31 @@ struct TensorCoreTiles {
   using FloatNchwLargeM = TensorCoreTile<float, 128, 64, 4, 2, 3, 2>;  ///< M > 64
   using DoubleNhwc = TensorCoreTile<double, 64, 64, 2, 2, 4, 3>;
   using DoubleNchw = TensorCoreTile<double, 64, 64, 2, 2, 4, 2>;
-  /// 16-bit (half_t, bfloat16): float's shapes, whose 64-byte rows now hold 32 taps.
+  /// 16-bit (half_t, bfloat16): 64-byte rows of 32 taps. Chosen on the H100 (session 16,
+  /// one call, bfloat16 NHWC, ResNet 3x3 layers of 64 / 128 / 256 / 512 channels, the
+  /// kernel alone, median of 30, ms; "m" = teams per multiprocessor the launch bounds
+  /// ask for, 4 caps the registers at 128 with 16-24 bytes of spills):
+  ///
+  ///   tile (warps of WM x WN), stages, m       64      128     256     512
+  ///   64 x 128 (1 x 4 of 64 x 32), 3, m 2    0.1285  0.1056  0.1250  0.1037
+  ///   64 x 128 (1 x 4 of 64 x 32), 3, m 4    0.1201  0.1189  0.0959  0.0875
+  ///   64 x 128 (2 x 4 of 32 x 32), 3, m 2    0.1262  0.0998  0.1241  0.0892
+  ///   128 x 128 (2 x 4 of 64 x 32), 2, m 2   0.1840  0.1003  0.0897  0.0784
+  ///   128 x 64 (2 x 2 of 64 x 32), 3, m 2    0.2122  0.0908  0.1084  0.0831
+  ///   128 x 64 (2 x 2 of 64 x 32), 3, m 4    0.2131  0.1074  0.0838  0.0793
+  ///   64 x 64 (2 x 2 of 32 x 32), 4, m 3     0.1344  0.1088  0.1129  0.0950
+  ///
+  /// so M <= 64: 64 x 128 at 4 teams; M <= 128: 128 x 64 at 2; more filters: 128 x 64 at
+  /// 4. All stay far from the tensor cores (115-177 TFLOP/s of cublasGemmEx's 890): per
+  /// stage a warp issues about 240 instructions for its 32 MMAs, most of them the B
+  /// gathers' address and bounds work (SASS).
   /// NCHW's pixel-major gathers need eight warps (one per group of 4 taps).
   template <class T>
-  using Bit16NhwcSmallM = TensorCoreTile<T, 64, 128, 1, 4, 3, 2>;
+  using Bit16NhwcSmallM = TensorCoreTile<T, 64, 128, 1, 4, 3, 4>;  ///< M <= 64
   template <class T>
-  using Bit16NhwcLargeM = TensorCoreTile<T, 128, 64, 2, 2, 3, 2>;
+  using Bit16NhwcMidM = TensorCoreTile<T, 128, 64, 2, 2, 3, 2>;  ///< M <= 128
+  template <class T>
+  using Bit16NhwcLargeM = TensorCoreTile<T, 128, 64, 2, 2, 3, 4>;  ///< M > 128
   template <class T>
   using Bit16NchwSmallM = TensorCoreTile<T, 64, 128, 2, 4, 3, 2>;
   template <class T>
