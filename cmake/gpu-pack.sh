@@ -12,7 +12,10 @@ out=${2:-.carry}
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib" "$out/anchors"
 # (The quickstart example only with KCNN_PACK_QUICKSTART=1: each executable carries every
 # GPU kernel, and with it the folder would outgrow the 64 MiB a call may carry.)
-exes="unit_tests/kcnn_unit_tests perf_tests/kcnn_perf examples/lenet5"
+# KCNN_PACK_EXES picks the executables (build-relative paths): with the 16-bit kernels the
+# three default ones outgrow one call's 64 MiB beside the tree, so pack the unit tests and
+# the benchmarks for separate calls, e.g. KCNN_PACK_EXES=unit_tests/kcnn_unit_tests.
+exes=${KCNN_PACK_EXES:-"unit_tests/kcnn_unit_tests perf_tests/kcnn_perf examples/lenet5"}
 [[ ${KCNN_PACK_QUICKSTART:-0} == 1 ]] && exes+=" examples/kcnn_quickstart"
 for exe in $exes; do
   [[ -x $build/$exe ]] && cp "$build/$exe" "$out/bin/"
