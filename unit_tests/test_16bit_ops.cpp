@@ -260,8 +260,9 @@ void run_find_best_algo_case() {
     EXPECT_TRUE(runs(found.algo)) << kcnn::to_string(found.algo);
     for (const auto& t : found.timings) {
       EXPECT_EQ(t.ok(), runs(t.algo)) << kcnn::to_string(t.algo) << ": " << t.error;
-      if (!runs(t.algo) && t.algo != ConvAlgo::TensorCoreGemm)
+      if (!runs(t.algo) && t.algo != ConvAlgo::TensorCoreGemm) {
         EXPECT_NE(t.error.find("does not take"), std::string::npos) << t.error;
+      }
     }
   }
   const auto xv = to_host(x), wv = to_host(w), bv = to_host(bias);
