@@ -251,6 +251,31 @@ TEST(TapWalker, MatchesTheUnrollMapsTaps) {
       }
 }
 
+/// A filter geometry of the packed-weights tests: the problem on a 9x9 input, the
+/// strides of packed w in `layout`, and the (c, r, s) of GEMM tap k (UnrollMap's k order:
+/// NCHW (c, r, s), NHWC (r, s, c), c / s fastest).
+struct PackGeometry {
+  int M, C, R, S;
+  int K() const { return C * R * S; }
+  kcnn::Impl::Conv2dProblem problem() const {
+    kcnn::Impl::Conv2dProblem pb{};
+    pb.C = C, pb.H = 9, pb.W = 9, pb.R = R, pb.S = S, pb.M = M;
+    pb.P = pb.H - pb.R + 1, pb.Q = pb.W - pb.S + 1;
+    return pb;
+  }
+  kcnn::Impl::LogicalStrides strides(Layout layout) const {
+    return layout == Layout::NCHW ? kcnn::Impl::LogicalStrides{K(), R * S, S, 1}
+                                  : kcnn::Impl::LogicalStrides{K(), 1, S * C, C};
+  }
+  void tap(Layout layout, std::int64_t k, int& c, int& r, int& s) const {
+    if (layout == Layout::NCHW) {
+      c = int(k / (R * S)), r = int(k / S % R), s = int(k % S);
+    } else {
+      r = int(k / (S * C)), s = int(k / C % S), c = int(k % C);
+    }
+  }
+};
+
 /// TensorCoreGemm's packed weights (float): every lane's quad of every MMA k-step holds
 /// the fragment the PTX ISA assigns it (m16n8k8 A: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4),
 /// a3 (g + 8, t + 4)) at the stage taps B's chunks give MMA slots (slot t of k-step ks:
@@ -260,21 +285,14 @@ TEST(TensorCoreGemm, PackedWeightsHoldTheFragmentsTheMmasRead) {
   namespace I = kcnn::Impl;
   using Host = Kokkos::DefaultHostExecutionSpace;
   using Tile = I::TensorCoreTiles::FloatNhwcSmallM;
-  struct Geometry {
-    int M, C, R, S;
-  };
   for (Layout layout : {Layout::NCHW, Layout::NHWC})
-    for (Geometry g : {Geometry{1, 1, 1, 1}, Geometry{70, 3, 3, 3}, Geometry{17, 5, 1, 7},
-                       Geometry{64, 16, 1, 1}})
+    for (PackGeometry g : {PackGeometry{1, 1, 1, 1}, PackGeometry{70, 3, 3, 3},
+                           PackGeometry{17, 5, 1, 7}, PackGeometry{64, 16, 1, 1}})
       for (bool round : {true, false}) {
-        I::Conv2dProblem pb{};
-        pb.C = g.C, pb.H = 9, pb.W = 9, pb.R = g.R, pb.S = g.S, pb.M = g.M;
-        pb.P = pb.H - pb.R + 1, pb.Q = pb.W - pb.S + 1;
-        const int K = g.C * g.R * g.S;
+        const I::Conv2dProblem pb = g.problem();
+        const int K = g.K();
         // w(m, c, r, s) = 1 + m + 2^-12 (c * R * S + r * S + s + 1): not TF32 numbers
-        const I::LogicalStrides ws = layout == Layout::NCHW
-                                         ? I::LogicalStrides{K, g.R * g.S, g.S, 1}
-                                         : I::LogicalStrides{K, 1, g.S * g.C, g.C};
+        const I::LogicalStrides ws = g.strides(layout);
         auto weight = [&](int m, int c, int r, int s) {
           return 1.0f + m + std::ldexp(float(c * g.R * g.S + r * g.S + s + 1), -12);
         };
@@ -313,11 +331,7 @@ TEST(TensorCoreGemm, PackedWeightsHoldTheFragmentsTheMmasRead) {
         auto expected = [&](std::int64_t m, std::int64_t k) {
           if (m >= g.M || k >= K) return 0.0f;
           int c, r, s;
-          if (layout == Layout::NCHW) {
-            c = int(k / (g.R * g.S)), r = int(k / g.S % g.R), s = int(k % g.S);
-          } else {
-            r = int(k / (g.S * g.C)), s = int(k / g.C % g.S), c = int(k % g.C);
-          }
+          g.tap(layout, k, c, r, s);
           const float v = weight(int(m), c, r, s);
           return round ? I::tf32_value(I::tf32_round(v)) : v;
         };
@@ -360,19 +374,12 @@ void check_packed_16bit_weights() {
   };
   {
     using Tile = I::TensorCoreTiles::Bit16NhwcSmallM<B16>;
-    struct Geometry {
-      int M, C, R, S;
-    };
     for (Layout layout : {Layout::NCHW, Layout::NHWC})
-      for (Geometry g : {Geometry{1, 1, 1, 1}, Geometry{70, 3, 3, 3}, Geometry{17, 5, 1, 7},
-                         Geometry{64, 40, 1, 1}}) {
-        I::Conv2dProblem pb{};
-        pb.C = g.C, pb.H = 9, pb.W = 9, pb.R = g.R, pb.S = g.S, pb.M = g.M;
-        pb.P = pb.H - pb.R + 1, pb.Q = pb.W - pb.S + 1;
-        const int K = g.C * g.R * g.S;
-        const I::LogicalStrides ws = layout == Layout::NCHW
-                                         ? I::LogicalStrides{K, g.R * g.S, g.S, 1}
-                                         : I::LogicalStrides{K, 1, g.S * g.C, g.C};
+      for (PackGeometry g : {PackGeometry{1, 1, 1, 1}, PackGeometry{70, 3, 3, 3},
+                             PackGeometry{17, 5, 1, 7}, PackGeometry{64, 40, 1, 1}}) {
+        const I::Conv2dProblem pb = g.problem();
+        const int K = g.K();
+        const I::LogicalStrides ws = g.strides(layout);
         // A distinct, nonzero bit pattern per weight: 0x1000 + m * K + k' (k' in (c, r, s)
         // order), below the 16-bit limit for these geometries.
         auto weight_bits = [&](int m, int c, int r, int s) {
@@ -405,11 +412,7 @@ void check_packed_16bit_weights() {
         auto expected = [&](std::int64_t m, std::int64_t k) -> std::uint16_t {
           if (m >= g.M || k >= K) return 0;
           int c, r, s;
-          if (layout == Layout::NCHW) {
-            c = int(k / (g.R * g.S)), r = int(k / g.S % g.R), s = int(k % g.S);
-          } else {
-            r = int(k / (g.S * g.C)), s = int(k / g.C % g.S), c = int(k % g.C);
-          }
+          g.tap(layout, k, c, r, s);
           return weight_bits(int(m), c, r, s);
         };
         std::int64_t i = 0;
