@@ -10,8 +10,6 @@
 #include <Kokkos_Core.hpp>
 #include <kcnn/kcnn.hpp>
 
-#include "kcnn_instances.hpp"
-
 #include <algorithm>
 #include <array>
 #include <cmath>

@@ -12,6 +12,7 @@
 #include "impl/common/profiling.hpp"
 #include "impl/common/view_checks.hpp"
 #include "impl/conv2d/dispatch.hpp"
+#include "impl/conv2d/prebuilt_instances.hpp"
 #include "impl/conv2d/select/auto_rules.hpp"
 #include "types.hpp"
 #include "workspace.hpp"

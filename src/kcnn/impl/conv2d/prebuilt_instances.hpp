@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file impl/conv2d/prebuilt_instances.hpp
+/// \brief Explicit instances of conv2d_launch (every registered algorithm, run and
+///        check, with the fused-pooling second pass), so that a program compiles the
+///        convolution kernels once instead of once per translation unit.
+///
+/// conv2d_forward, find_best_algo and the Auto selection reach the kernels only through
+/// conv2d_launch on the kernel View types (kernel_input4_t, ...), whatever Views the
+/// caller passed. One instance per execution space and element type therefore covers
+/// every call. With CUDA a set of unrolled kernels costs minutes of compile time, and
+/// every translation unit that calls conv2d_forward would otherwise pay it again.
+///
+/// Use (kcnn's own programs do, through the CMake target kcnn_prebuilt_instances; see
+/// src/instances/): compile the translation units that call kcnn with
+/// KCNN_PREBUILT_INSTANCES defined and link one object per element type whose source is
+///   #define KCNN_DEFINING_INSTANCES
+///   #include <kcnn/kcnn.hpp>
+///   KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_LAUNCH_INSTANCE, , float)
+/// Without KCNN_PREBUILT_INSTANCES (the default, e.g. code using the installed package)
+/// nothing here is declared and each translation unit instantiates what it calls.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+
+#include "../../bfloat16.hpp"
+#include "../common/view_checks.hpp"
+#include "dispatch.hpp"
+
+/// Declares (EXTERN = extern) or defines (EXTERN empty) conv2d_launch for execution space
+/// SPACE and element type T on the kernel View types conv2d_forward passes.
+#define KCNN_CONV2D_LAUNCH_INSTANCE(EXTERN, SPACE, T)                                             \
+  EXTERN template std::size_t kcnn::Impl::conv2d_launch<                                          \
+      SPACE, kcnn::Impl::kernel_input4_t<SPACE, T>, kcnn::Impl::kernel_input4_t<SPACE, T>,        \
+      kcnn::Impl::kernel_input1_t<SPACE, T>, kcnn::Impl::kernel_output4_t<SPACE, T>>(             \
+      const SPACE&, kcnn::ConvAlgo, const kcnn::Impl::kernel_input4_t<SPACE, T>&,                 \
+      const kcnn::Impl::kernel_input4_t<SPACE, T>&, const kcnn::Impl::kernel_input1_t<SPACE, T>&, \
+      const kcnn::Impl::kernel_output4_t<SPACE, T>&, const kcnn::Impl::Conv2dProblem&,            \
+      kcnn::Impl::LaunchMode);
+
+/// The execution spaces with prebuilt instances: the default one, plus Serial in host
+/// builds whose default is a parallel host backend (the unit tests run on both).
+#define KCNN_FOR_EACH_PREBUILT_SPACE(MACRO, EXTERN, T) \
+  MACRO(EXTERN, Kokkos::DefaultExecutionSpace, T)      \
+  KCNN_IF_PREBUILT_HOST_SERIAL(MACRO(EXTERN, Kokkos::Serial, T))
+
+#if defined(KOKKOS_ENABLE_SERIAL) &&                                     \
+    (defined(KOKKOS_ENABLE_OPENMP) || defined(KOKKOS_ENABLE_THREADS)) && \
+    !defined(KOKKOS_ENABLE_CUDA) && !defined(KOKKOS_ENABLE_HIP) && !defined(KOKKOS_ENABLE_SYCL)
+#define KCNN_IF_PREBUILT_HOST_SERIAL(X) X
+#else
+#define KCNN_IF_PREBUILT_HOST_SERIAL(X)
+#endif
+
+/// Whether half_t and kcnn::bfloat16 are types of their own in this build (where Kokkos
+/// makes one of them float, its instances are the float ones).
+#if defined(KOKKOS_HALF_T_IS_FLOAT) && KOKKOS_HALF_T_IS_FLOAT
+#define KCNN_HALF_IS_OWN_TYPE 0
+#else
+#define KCNN_HALF_IS_OWN_TYPE 1
+#endif
+#if KCNN_BFLOAT16_IS_KOKKOS_BHALF && defined(KOKKOS_BHALF_T_IS_FLOAT) && KOKKOS_BHALF_T_IS_FLOAT
+#define KCNN_BFLOAT16_IS_OWN_TYPE 0
+#else
+#define KCNN_BFLOAT16_IS_OWN_TYPE 1
+#endif
+
+#if defined(KCNN_PREBUILT_INSTANCES) && !defined(KCNN_DEFINING_INSTANCES)
+KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_LAUNCH_INSTANCE, extern, float)
+KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_LAUNCH_INSTANCE, extern, double)
+#if KCNN_HALF_IS_OWN_TYPE
+KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_LAUNCH_INSTANCE, extern, Kokkos::Experimental::half_t)
+#endif
+#if KCNN_BFLOAT16_IS_OWN_TYPE
+KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_LAUNCH_INSTANCE, extern, kcnn::bfloat16)
+#endif
+#endif
