@@ -10,14 +10,22 @@
 /// every call. With CUDA a set of unrolled kernels costs minutes of compile time, and
 /// every translation unit that calls conv2d_forward would otherwise pay it again.
 ///
-/// Use (kcnn's own programs do, through the CMake target kcnn_prebuilt_instances; see
-/// src/instances/): compile the translation units that call kcnn with
-/// KCNN_PREBUILT_INSTANCES defined and link one object per element type whose source is
-///   #define KCNN_DEFINING_INSTANCES
+/// The largest kernel sets, Tiled's (conv2d_tiled) and TensorCoreGemm's
+/// (conv2d_tensor_core), are instances of their own, so that one element type's kernels
+/// compile in three translation units side by side (the float set alone took 20 minutes
+/// of a 2-core CUDA build as one unit).
+///
+/// Use (kcnn's own programs do, through the CMake target kcnn_prebuilt_instances, whose
+/// sources CMake generates from src/instances/conv2d_instances.cpp.in): compile the
+/// translation units that call kcnn with KCNN_PREBUILT_INSTANCES defined and link the
+/// objects that define the instances, e.g. for float
+///   #define KCNN_DEFINING_INSTANCES  // (only for conv2d_launch's own unit)
 ///   #include <kcnn/kcnn.hpp>
 ///   KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_LAUNCH_INSTANCE, , float)
-/// Without KCNN_PREBUILT_INSTANCES (the default, e.g. code using the installed package)
-/// nothing here is declared and each translation unit instantiates what it calls.
+/// and likewise KCNN_CONV2D_TILED_INSTANCE and KCNN_CONV2D_TENSOR_CORE_INSTANCE (16-bit
+/// types: KCNN_CONV2D_TENSOR_CORE_16BIT_INSTANCE, with the float output of the two-pass
+/// pooling). Without KCNN_PREBUILT_INSTANCES (the default, e.g. code using the installed
+/// package) nothing here is declared and each translation unit instantiates what it calls.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -38,6 +46,33 @@
       const kcnn::Impl::kernel_input4_t<SPACE, T>&, const kcnn::Impl::kernel_input1_t<SPACE, T>&, \
       const kcnn::Impl::kernel_output4_t<SPACE, T>&, const kcnn::Impl::Conv2dProblem&,            \
       kcnn::Impl::LaunchMode);
+
+/// Tiled's launch (conv2d_tiled) for SPACE and T: it fuses every pooling, so y is T.
+#define KCNN_CONV2D_TILED_INSTANCE(EXTERN, SPACE, T)                                              \
+  EXTERN template void kcnn::Impl::conv2d_tiled<                                                  \
+      SPACE, kcnn::Impl::kernel_input4_t<SPACE, T>, kcnn::Impl::kernel_input4_t<SPACE, T>,        \
+      kcnn::Impl::kernel_input1_t<SPACE, T>, kcnn::Impl::kernel_output4_t<SPACE, T>>(             \
+      const SPACE&, const kcnn::Impl::kernel_input4_t<SPACE, T>&,                                 \
+      const kcnn::Impl::kernel_input4_t<SPACE, T>&, const kcnn::Impl::kernel_input1_t<SPACE, T>&, \
+      const kcnn::Impl::kernel_output4_t<SPACE, T>&, const kcnn::Impl::Conv2dProblem&,            \
+      const kcnn::Impl::TiledTuning&, kcnn::Impl::LaunchMode);
+
+/// TensorCoreGemm's launch (conv2d_tensor_core) for SPACE, x/w/bias of T and y of Y.
+#define KCNN_CONV2D_TENSOR_CORE_INSTANCE_Y(EXTERN, SPACE, T, Y)                                   \
+  EXTERN template std::size_t kcnn::Impl::conv2d_tensor_core<                                     \
+      SPACE, kcnn::Impl::kernel_input4_t<SPACE, T>, kcnn::Impl::kernel_input4_t<SPACE, T>,        \
+      kcnn::Impl::kernel_input1_t<SPACE, T>, kcnn::Impl::kernel_output4_t<SPACE, Y>>(             \
+      const SPACE&, const kcnn::Impl::kernel_input4_t<SPACE, T>&,                                 \
+      const kcnn::Impl::kernel_input4_t<SPACE, T>&, const kcnn::Impl::kernel_input1_t<SPACE, T>&, \
+      const kcnn::Impl::kernel_output4_t<SPACE, Y>&, const kcnn::Impl::Conv2dProblem&,            \
+      kcnn::Impl::LaunchMode);
+/// float and double: y is T (the two-pass pooling's unpooled output too).
+#define KCNN_CONV2D_TENSOR_CORE_INSTANCE(EXTERN, SPACE, T) \
+  KCNN_CONV2D_TENSOR_CORE_INSTANCE_Y(EXTERN, SPACE, T, T)
+/// 16-bit types: y is T, or float for the two-pass pooling's unpooled output.
+#define KCNN_CONV2D_TENSOR_CORE_16BIT_INSTANCE(EXTERN, SPACE, T) \
+  KCNN_CONV2D_TENSOR_CORE_INSTANCE_Y(EXTERN, SPACE, T, T)        \
+  KCNN_CONV2D_TENSOR_CORE_INSTANCE_Y(EXTERN, SPACE, T, float)
 
 /// The execution spaces with prebuilt instances: the default one, plus Serial in host
 /// builds whose default is a parallel host backend (the unit tests run on both).
@@ -66,7 +101,22 @@
 #define KCNN_BFLOAT16_IS_OWN_TYPE 1
 #endif
 
-#if defined(KCNN_PREBUILT_INSTANCES) && !defined(KCNN_DEFINING_INSTANCES)
+#if defined(KCNN_PREBUILT_INSTANCES)
+// Tiled's and TensorCoreGemm's kernels: extern also in conv2d_launch's own units.
+KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_TILED_INSTANCE, extern, float)
+KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_TILED_INSTANCE, extern, double)
+KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_TENSOR_CORE_INSTANCE, extern, float)
+KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_TENSOR_CORE_INSTANCE, extern, double)
+#if KCNN_HALF_IS_OWN_TYPE
+KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_TILED_INSTANCE, extern, Kokkos::Experimental::half_t)
+KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_TENSOR_CORE_16BIT_INSTANCE, extern,
+                             Kokkos::Experimental::half_t)
+#endif
+#if KCNN_BFLOAT16_IS_OWN_TYPE
+KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_TILED_INSTANCE, extern, kcnn::bfloat16)
+KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_TENSOR_CORE_16BIT_INSTANCE, extern, kcnn::bfloat16)
+#endif
+#if !defined(KCNN_DEFINING_INSTANCES)
 KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_LAUNCH_INSTANCE, extern, float)
 KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_LAUNCH_INSTANCE, extern, double)
 #if KCNN_HALF_IS_OWN_TYPE
@@ -74,5 +124,6 @@ KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_LAUNCH_INSTANCE, extern, Kokkos::Experi
 #endif
 #if KCNN_BFLOAT16_IS_OWN_TYPE
 KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_LAUNCH_INSTANCE, extern, kcnn::bfloat16)
+#endif
 #endif
 #endif
