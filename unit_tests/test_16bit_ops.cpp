@@ -1,19 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /// \file test_16bit_ops.cpp
 /// \brief Views of Kokkos' half_t and kcnn::bfloat16 through the operations that take them
-///        so far: conv2d_forward (Reference, Auto, TensorCoreGemm where there are tensor
-///        cores; the other algorithms must refuse before writing), its fused pooling,
-///        pool2d_forward, im2col and activation_backward, over the shape families x layouts x
-///        backends.
+///        so far: conv2d_forward (every algorithm; TensorCoreGemm where there are tensor
+///        cores, elsewhere it must refuse before writing), its fused pooling, pool2d_forward,
+///        im2col and activation_backward, over the shape families x layouts x backends.
 ///
 /// The reference is the double computation on the inputs as rounded to the 16-bit type
-/// (read back from the Views). A 16-bit result is float sums rounded once, so its error is
-/// at most the type's unit roundoff u (2^-8 bfloat16, 2^-11 half) of the exact value plus
-/// the float sums' rounding carried through that rounding: |got - want| <= u |want| +
-/// (1 + u) (K + 2) 2^-24 S, with K the products per output and S the sum of their
-/// magnitudes (plus the bias); activations have slopes of at most 1 and add their own
-/// float rounding (2^-24 |want|, taken as 4 ulps). Where Kokkos stores the type as float
-/// (host builds' half_t) the bound holds with room to spare.
+/// (read back from the Views); the bound is expect_within_16bit_bound's (test_support.hpp:
+/// one rounding of float sums).
 
 #include "test_support.hpp"
 
@@ -27,46 +21,6 @@
 namespace {
 
 using namespace kcnn_test;
-
-template <class T>
-std::string type_name() {
-  if constexpr (std::is_same_v<T, kcnn::bfloat16> && !std::is_same_v<T, float>) return "bfloat16";
-  if constexpr (std::is_same_v<T, Kokkos::Experimental::half_t> && !std::is_same_v<T, float>)
-    return "half";
-  return "float (a 16-bit name Kokkos stores as float)";
-}
-
-/// The unit roundoff of T's rounding to nearest: 2^-p for p significand bits.
-template <class T>
-double unit_roundoff() {
-  if constexpr (sizeof(T) == 4) return std::ldexp(1.0, -24);
-  if constexpr (std::is_same_v<T, kcnn::bfloat16>) return std::ldexp(1.0, -8);
-  return std::ldexp(1.0, -11);
-}
-
-/// Fills a 16-bit View with NaN (std::numeric_limits knows no 16-bit type).
-template <class View>
-void poison16(const View& v) {
-  using T = typename View::value_type;
-  Kokkos::deep_copy(v, T(std::numeric_limits<float>::quiet_NaN()));
-}
-
-/// Compares elementwise with the bound of the file comment; `scale[i]` is S for output i
-/// and `products` is K.
-template <class T>
-void expect_within_16bit_bound(const std::vector<double>& got, const std::vector<double>& want,
-                               const std::vector<double>& scale, double products) {
-  ASSERT_EQ(got.size(), want.size());
-  const double u = unit_roundoff<T>(), f = std::ldexp(1.0, -24);
-  std::size_t wrong = 0, first = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double bound = u * std::abs(want[i]) +
-                         (1 + u) * ((products + 2) * f * scale[i] + 4 * f * std::abs(want[i]));
-    if (!(std::abs(got[i] - want[i]) <= bound) && wrong++ == 0) first = i;
-  }
-  EXPECT_EQ(wrong, 0u) << "first wrong output " << first << ": got " << got[first] << ", want "
-                       << want[first] << " (" << wrong << " of " << got.size() << ")";
-}
 
 /// S per output of a convolution: sum |x| |w| + |bias|, the conv of the magnitudes.
 std::vector<double> conv_scale(const ConvCase& c, const std::vector<double>& x,
@@ -83,7 +37,10 @@ std::vector<double> conv_scale(const ConvCase& c, const std::vector<double>& x,
 
 std::vector<ConvCase> cases_in_both_layouts() {
   std::vector<ConvCase> out;
-  for (const auto& base : conv_shape_families())
+  std::vector<ConvCase> shapes = conv_shape_families();
+  // More input channels than one staged chunk holds (Tiled: partial sums across chunks).
+  shapes.push_back({"many_channels", 2, 96, 20, 18, 9, 3, 3, 1, 1, 1, 1});
+  for (const auto& base : shapes)
     for (auto layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
       ConvCase c = base;
       c.layout = layout;
@@ -96,9 +53,16 @@ std::vector<ConvCase> cases_in_both_layouts() {
   return out;
 }
 
-/// conv2d_forward with algorithm `algo` on T Views of case c: Reference, Auto and, where
-/// the backend has tensor cores, TensorCoreGemm compute it within the bound; every other
-/// algorithm throws kcnn::Error and writes nothing.
+/// Whether conv2d_forward's `algo` takes 16-bit tensors on Space: every algorithm but
+/// TensorCoreGemm everywhere, TensorCoreGemm where the backend has tensor cores.
+template <class T, class Space>
+bool takes_16bit(kcnn::ConvAlgo algo, kcnn::MathMode math) {
+  return algo != kcnn::ConvAlgo::TensorCoreGemm || algo_serves<T, Space>(algo, math);
+}
+
+/// conv2d_forward with algorithm `algo` on T Views of case c: the algorithms that take
+/// 16-bit tensors (takes_16bit) compute it within the bound; every other algorithm throws
+/// kcnn::Error and writes nothing.
 template <class T, class Space>
 void check_conv(const Space& space, const ConvCase& c, kcnn::ConvAlgo algo) {
   SCOPED_TRACE(type_name<T>() + " " + c.name + " " + kcnn::to_string(c.layout) + " " +
@@ -112,10 +76,8 @@ void check_conv(const Space& space, const ConvCase& c, kcnn::ConvAlgo algo) {
   poison16(y);
   auto params = c.params();
   params.algo = algo;
-  const bool takes_16bit =
-      algo == kcnn::ConvAlgo::Reference || algo == kcnn::ConvAlgo::Auto ||
-      (algo == kcnn::ConvAlgo::TensorCoreGemm && algo_serves<T, Space>(algo, params.math));
-  if (!takes_16bit && std::is_same_v<T, float>) return;  // float: the float tests' work
+  const bool takes = takes_16bit<T, Space>(algo, params.math);
+  if (!takes && std::is_same_v<T, float>) return;  // float: the float tests' work
   auto forward = [&] {  // the reference adds the bias only where the case has one
     if (c.bias) {
       kcnn::conv2d_forward(space, x, w, bias, y, params);
@@ -123,7 +85,7 @@ void check_conv(const Space& space, const ConvCase& c, kcnn::ConvAlgo algo) {
       kcnn::conv2d_forward(space, x, w, y, params);
     }
   };
-  if (!takes_16bit) {
+  if (!takes) {
     EXPECT_THROW(forward(), kcnn::Error);
     space.fence();
     EXPECT_TRUE(all_nan(to_host(y))) << "a refused call wrote y";
@@ -147,6 +109,37 @@ void run_conv_cases() {
                           kcnn::ConvAlgo::TensorCoreGemm})
           check_conv<T, Space>(space, c, algo);
     });
+}
+
+/// Im2colGemm on 16-bit tensors in many chunks (workspace limits of a few KB): on hosts
+/// the concurrent pipeline (a chunk per thread, each with its float copy) or chunk by
+/// chunk, on GPUs cublasGemmEx per chunk; both layouts, 1x1 (whose x would otherwise be
+/// the GEMM's operand itself).
+template <class T>
+void run_im2col_gemm_chunk_cases() {
+  for (auto b : backends())
+    with_backend(b, [&](const auto& space) {
+      using Space = std::decay_t<decltype(space)>;
+      SCOPED_TRACE(backend_name(b));
+      for (int family : {1, 7, 18})  // prime, k1x1, lenet_c1
+        for (std::size_t limit : {std::size_t(6000), std::size_t(40000)})
+          for (auto layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
+            ConvCase c = conv_shape_families()[family];
+            c.layout = layout;
+            c.bias = true;
+            c.activation = kcnn::Activation::ReLU;
+            c.workspace_limit_bytes = limit;
+            SCOPED_TRACE("workspace limit " + std::to_string(limit));
+            check_conv<T, Space>(space, c, kcnn::ConvAlgo::Im2colGemm);
+          }
+    });
+}
+
+TEST(Conv2d16Bit, BfloatIm2colGemmInChunks) {
+  run_im2col_gemm_chunk_cases<kcnn::bfloat16>();
+}
+TEST(Conv2d16Bit, HalfIm2colGemmInChunks) {
+  run_im2col_gemm_chunk_cases<Kokkos::Experimental::half_t>();
 }
 
 TEST(Conv2d16Bit, BfloatWithinTheRoundingBoundWhereTakenOthersRefuse) {
@@ -230,7 +223,7 @@ TEST(Conv2d16Bit, HalfTensorCoreGemmOnTheTileEdges) {
 
 /// find_best_algo on a 16-bit problem: every algorithm that refuses the type (or, for
 /// TensorCoreGemm, the backend) is reported with its reason, the winner is one that runs
-/// it (Reference, TensorCoreGemm where there are tensor cores), and y holds its result.
+/// it (takes_16bit), and y holds its result.
 template <class T>
 void run_find_best_algo_case() {
   using Space = Kokkos::DefaultExecutionSpace;
@@ -253,10 +246,7 @@ void run_find_best_algo_case() {
   space.fence();
   if constexpr (!std::is_same_v<T, float>) {
     using kcnn::ConvAlgo;
-    const bool tensor_cores = algo_serves<T, Space>(ConvAlgo::TensorCoreGemm, c.math);
-    auto runs = [&](ConvAlgo a) {
-      return a == ConvAlgo::Reference || (a == ConvAlgo::TensorCoreGemm && tensor_cores);
-    };
+    auto runs = [&](ConvAlgo a) { return takes_16bit<T, Space>(a, c.math); };
     EXPECT_TRUE(runs(found.algo)) << kcnn::to_string(found.algo);
     for (const auto& t : found.timings) {
       EXPECT_EQ(t.ok(), runs(t.algo)) << kcnn::to_string(t.algo) << ": " << t.error;
@@ -277,12 +267,18 @@ TEST(Conv2d16Bit, FindBestAlgoPicksWhatCanRunIt) {
 }
 
 /// The fused pooling: conv -> pool in float, rounded once (max and average, overlapping
-/// and padded windows).
+/// and padded windows; Tiled's register paths: 2x2 and 4x4 windows at their stride; its
+/// input in several channel chunks: the partial sums stay in float).
 template <class T>
 void run_fused_cases() {
+  const ConvCase many_channels{"many_channels", 2, 96, 20, 18, 9, 3, 3, 1, 1, 1, 1};
   const std::vector<FusedCase> fused = {
       {conv(conv_shape_families()[1], kcnn::Activation::ReLU, true),
        pool(2, 2, 2, 2, 0, 0, kcnn::PoolMode::Max)},
+      {conv(conv_shape_families()[19], kcnn::Activation::ReLU, true),
+       pool(4, 4, 4, 4, 0, 0, kcnn::PoolMode::Average)},
+      {conv(many_channels, kcnn::Activation::Identity, true),
+       pool(2, 2, 2, 2, 0, 0, kcnn::PoolMode::Average)},
       {conv(conv_shape_families()[4], kcnn::Activation::Tanh, true),
        pool(3, 3, 2, 2, 1, 1, kcnn::PoolMode::Average, false)},
       {conv(conv_shape_families()[18], kcnn::Activation::Identity, true),
@@ -304,7 +300,9 @@ void run_fused_cases() {
           const auto xv = to_host(x), wv = to_host(w), bv = to_host(bias);
           const auto ye = pc.y_extents();
           Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
-          for (auto algo : {kcnn::ConvAlgo::Reference, kcnn::ConvAlgo::Auto}) {
+          for (auto algo : {kcnn::ConvAlgo::Reference, kcnn::ConvAlgo::Auto, kcnn::ConvAlgo::Tiled,
+                            kcnn::ConvAlgo::ImplicitGemm, kcnn::ConvAlgo::Im2colGemm}) {
+            SCOPED_TRACE(kcnn::to_string(algo));
             poison16(y);
             auto params = c.params();
             params.algo = algo;

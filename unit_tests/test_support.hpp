@@ -18,6 +18,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace kcnn_test {
@@ -571,6 +572,55 @@ void with_backend(Backend b, F&& f) {
     f(Kokkos::Serial());
   }
 #endif
+}
+
+// --- 16-bit tensors ------------------------------------------------------------------
+// A 16-bit result is float sums rounded once, so its error is at most the type's unit
+// roundoff u (2^-8 bfloat16, 2^-11 half) of the exact value plus the float sums' rounding
+// carried through that rounding: |got - want| <= u |want| + (1 + u) (K + 2) 2^-24 S, with
+// K the products (or addends) per output and S the sum of their magnitudes (plus the
+// bias); activations have slopes of at most 1 and add their own float rounding
+// (2^-24 |want|, taken as 4 ulps). Where Kokkos stores the type as float (host builds'
+// half_t) the bound holds with room to spare.
+
+template <class T>
+std::string type_name() {
+  if constexpr (std::is_same_v<T, kcnn::bfloat16> && !std::is_same_v<T, float>) return "bfloat16";
+  if constexpr (std::is_same_v<T, Kokkos::Experimental::half_t> && !std::is_same_v<T, float>)
+    return "half";
+  return "float (a 16-bit name Kokkos stores as float)";
+}
+
+/// The unit roundoff of T's rounding to nearest: 2^-p for p significand bits.
+template <class T>
+double unit_roundoff() {
+  if constexpr (sizeof(T) == 4) return std::ldexp(1.0, -24);
+  if constexpr (std::is_same_v<T, kcnn::bfloat16>) return std::ldexp(1.0, -8);
+  return std::ldexp(1.0, -11);
+}
+
+/// Fills a 16-bit View with NaN (std::numeric_limits knows no 16-bit type).
+template <class View>
+void poison16(const View& v) {
+  using T = typename View::value_type;
+  Kokkos::deep_copy(v, T(std::numeric_limits<float>::quiet_NaN()));
+}
+
+/// Compares elementwise with the bound above; `scale[i]` is S for output i
+/// and `products` is K.
+template <class T>
+void expect_within_16bit_bound(const std::vector<double>& got, const std::vector<double>& want,
+                               const std::vector<double>& scale, double products) {
+  ASSERT_EQ(got.size(), want.size());
+  const double u = unit_roundoff<T>(), f = std::ldexp(1.0, -24);
+  std::size_t wrong = 0, first = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double bound = u * std::abs(want[i]) +
+                         (1 + u) * ((products + 2) * f * scale[i] + 4 * f * std::abs(want[i]));
+    if (!(std::abs(got[i] - want[i]) <= bound) && wrong++ == 0) first = i;
+  }
+  EXPECT_EQ(wrong, 0u) << "first wrong output " << first << ": got " << got[first] << ", want "
+                       << want[first] << " (" << wrong << " of " << got.size() << ")";
 }
 
 }  // namespace kcnn_test

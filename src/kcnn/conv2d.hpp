@@ -101,8 +101,9 @@ constexpr void static_check_conv2d_views() {
 /// for TF32 (and computes TF32x3 strictly).
 ///
 /// 16-bit tensors (Kokkos::Experimental::half_t, kcnn::bfloat16) are computed in float and
-/// rounded once at the store; so far ConvAlgo::Reference (and Auto, which picks it) runs
-/// them, and the other algorithms throw kcnn::Error.
+/// rounded once at the store, by every algorithm (TensorCoreGemm on GPUs with tensor
+/// cores: m16n8k16 with float sums; Im2colGemm: cuBLAS' cublasGemmEx on CUDA, float copies
+/// of the operands for the host BLAS); bias, activation and a fused pooling in float.
 ///
 /// Views hold one element type (float, double or a 16-bit type; inputs may be const), are
 /// contiguous (LayoutRight or LayoutLeft) and accessible from `ExecSpace`; y must not overlap x, w

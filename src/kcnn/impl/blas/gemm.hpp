@@ -8,7 +8,12 @@
 ///        host parallel region use impl/blas/host_blas.hpp instead.
 #pragma once
 
+#include <Kokkos_Core.hpp>
+
+#include <type_traits>
+
 #include "../../types.hpp"
+#include "../common/view_checks.hpp"
 #include "kokkos_kernels_compat.hpp"
 
 namespace kcnn::Impl {
@@ -44,6 +49,24 @@ void gemm(const ExecSpace& space, const char* trans_a, const char* trans_b, T al
           const GemmMatrix<ExecSpace, const T>& A, const GemmMatrix<ExecSpace, const T>& B, T beta,
           const GemmMatrix<ExecSpace, T>& C, GemmMath math = GemmMath::Strict) {
   kokkos_kernels_compat::gemm(space, trans_a, trans_b, alpha, A, B, beta, C, math);
+}
+
+/// Whether gemm_16bit_float runs on ExecSpace (cuBLAS); elsewhere 16-bit operands are
+/// converted to float and multiplied with gemm.
+using kokkos_kernels_compat::gemm_16bit_available_v;
+
+/// C (m x n float, row-major) = op(A) op(B) on 16-bit row-major A and B (T: half_t or
+/// kcnn::bfloat16) with float products and sums, on space's stream; trans_a/trans_b 'N'
+/// or 'T'; lda/ldb/ldc: the stored row lengths.
+template <class T, class ExecSpace>
+void gemm_16bit_float(const ExecSpace& space, char trans_a, char trans_b, int m, int n, int k,
+                      const T* A, int lda, const T* B, int ldb, float* C, int ldc) {
+  static_assert(sizeof(T) == 2, "gemm_16bit_float: half_t or bfloat16 operands");
+  const bool done = kokkos_kernels_compat::gemm_16bit_float(
+      space, trans_a, trans_b, m, n, k, A, lda, B, ldb, C, ldc,
+      !std::is_same_v<T, Kokkos::Experimental::half_t>);
+  throw_if(!done, "kcnn::conv2d_forward", "cublasGemmEx (16-bit inputs, float sums) refused a ", m,
+           "x", n, "x", k, " GEMM");
 }
 
 }  // namespace kcnn::Impl

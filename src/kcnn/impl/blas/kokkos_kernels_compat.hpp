@@ -110,4 +110,47 @@ void gemm(const ExecSpace& space, const char* trans_a, const char* trans_b, Scal
 #endif
 }
 
+/// Whether gemm_16bit_float can run on ExecSpace: cuBLAS' mixed-precision GEMM through
+/// Kokkos Kernels' handle (CUDA builds with the cuBLAS TPL).
+template <class ExecSpace>
+inline constexpr bool gemm_16bit_available_v =
+#if defined(KCNN_KOKKOSKERNELS_CUBLAS_HANDLE)
+    std::is_same_v<ExecSpace, Kokkos::Cuda>;
+#else
+    false;
+#endif
+
+/// C (m x n, float, row-major, leading dimension ldc) = op(A) op(B) for row-major 16-bit
+/// A and B (half_t or bfloat16 bits, `bfloat16` says which) with float products and sums
+/// (cublasGemmEx, CUBLAS_COMPUTE_32F): one rounding, at the caller's store. Enqueued on
+/// space's stream. Only where gemm_16bit_available_v<ExecSpace>; false if cuBLAS
+/// refused the call.
+template <class ExecSpace>
+bool gemm_16bit_float(const ExecSpace& space, char trans_a, char trans_b, int m, int n, int k,
+                      const void* A, int lda, const void* B, int ldb, float* C, int ldc,
+                      bool bfloat16) {
+#if defined(KCNN_KOKKOSKERNELS_CUBLAS_HANDLE)
+  if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the operands swap.
+    static std::mutex handle_mutex;  // serializes kcnn's stream binding of the shared handle
+    const std::lock_guard<std::mutex> lock(handle_mutex);
+    cublasHandle_t handle = KokkosBlas::Impl::CudaBlasSingleton::singleton().handle;
+    cudaStream_t previous = nullptr;
+    cublasGetStream(handle, &previous);
+    cublasSetStream(handle, space.cuda_stream());
+    const cudaDataType type = bfloat16 ? CUDA_R_16BF : CUDA_R_16F;
+    const float one = 1.0f, zero = 0.0f;
+    const cublasStatus_t status =
+        cublasGemmEx(handle, trans_b == 'N' ? CUBLAS_OP_N : CUBLAS_OP_T,
+                     trans_a == 'N' ? CUBLAS_OP_N : CUBLAS_OP_T, n, m, k, &one, B, type, ldb, A,
+                     type, lda, &zero, C, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    cublasSetStream(handle, previous);
+    return status == CUBLAS_STATUS_SUCCESS;
+  }
+#endif
+  (void)space, (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)A, (void)lda;
+  (void)B, (void)ldb, (void)C, (void)ldc, (void)bfloat16;
+  return false;
+}
+
 }  // namespace kcnn::Impl::kokkos_kernels_compat

@@ -45,21 +45,6 @@ namespace kcnn::Impl {
 /// Why an algorithm cannot run a problem, or nothing when it can.
 using UnsupportedReason = std::optional<std::string>;
 
-/// Whether a descriptor's launch for x of type XView must refuse: its kernels take float
-/// and double only, and x holds a 16-bit type.
-template <class XView>
-inline constexpr bool refuses_16bit_v = is_16bit_storage_v<view_scalar_t<XView>>;
-
-/// The refusal of an algorithm whose kernels take no 16-bit tensors yet: a kcnn::Error in
-/// either LaunchMode, so that can_implement reports it and Auto passes the algorithm by.
-template <class XView>
-std::size_t refuse_16bit(ConvAlgo id) {
-  throw_if(true, "kcnn::conv2d_forward", "ConvAlgo::", to_string(id), " does not take ",
-           ElementTraits<view_scalar_t<XView>>::name,
-           " tensors yet (ConvAlgo::Reference and Auto do)");
-  return 0;
-}
-
 /// A compile-time list of descriptors, walked in order.
 template <class... Algos>
 struct AlgorithmList {

@@ -22,11 +22,7 @@ struct Im2colGemmAlgorithm {
   static std::size_t launch(const ExecSpace& space, const XView& x, const WView& w,
                             const BView& bias, const YView& y, const Conv2dProblem& pb,
                             LaunchMode mode) {
-    if constexpr (refuses_16bit_v<XView>) {
-      return refuse_16bit<XView>(id);
-    } else {
-      return conv2d_im2col_gemm(space, x, w, bias, y, pb, pb.workspace_limit_bytes, {}, mode);
-    }
+    return conv2d_im2col_gemm(space, x, w, bias, y, pb, pb.workspace_limit_bytes, {}, mode);
   }
 };
 

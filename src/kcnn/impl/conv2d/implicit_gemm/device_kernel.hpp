@@ -38,21 +38,23 @@ KOKKOS_FORCEINLINE_FUNCTION void implicit_gemm_load_run(const T* p, T (&out)[N])
   }
 }
 
-/// Stores `count` values to p[0], p[stride], ...; as 4-vectors where the run is
-/// contiguous, complete and 16-byte aligned.
-template <int N, class T>
-KOKKOS_FORCEINLINE_FUNCTION void implicit_gemm_store_run(T* p, std::int64_t stride, const T* v,
+/// Stores `count` values (accumulators, rounded once to T here) to p[0], p[stride], ...;
+/// as 4-vectors where the run is contiguous, complete and aligned to one.
+template <int N, class T, class V>
+KOKKOS_FORCEINLINE_FUNCTION void implicit_gemm_store_run(T* p, std::int64_t stride, const V* v,
                                                          int count) {
-  if (count == N && stride == 1 && reinterpret_cast<std::uintptr_t>(p) % 16 == 0) {
+  using Vec = AlignedVec4<T>;
+  if (count == N && stride == 1 && reinterpret_cast<std::uintptr_t>(p) % alignof(Vec) == 0) {
     KCNN_DEVICE_UNROLL
     for (int i = 0; i < N / 4; ++i)
-      reinterpret_cast<AlignedVec4<T>*>(p)[i] =
-          AlignedVec4<T>{{v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]}};
+      reinterpret_cast<Vec*>(p)[i] =
+          Vec{{from_compute<T>(v[4 * i]), from_compute<T>(v[4 * i + 1]),
+               from_compute<T>(v[4 * i + 2]), from_compute<T>(v[4 * i + 3])}};
     return;
   }
   KCNN_DEVICE_UNROLL
   for (int i = 0; i < N; ++i)
-    if (i < count) p[i * stride] = v[i];
+    if (i < count) p[i * stride] = from_compute<T>(v[i]);
 }
 
 // ---------------------------------------------------------------------------------
@@ -70,19 +72,23 @@ KOKKOS_FORCEINLINE_FUNCTION void implicit_gemm_store_run(T* p, std::int64_t stri
 /// to partial[slice][m][j]; SplitKReduce then adds the slices, the bias
 /// and the activation and writes y. (A template parameter too: the other kernels keep
 /// their epilogue and registers.)
-template <Layout L, class Tile, class ExecSpace, class T, bool Pooled, bool SplitK = false>
+///
+/// T: the storage type of x and w (staged as stored; 16-bit types are converted to float
+/// as the multiply-adds read them); Y: y's (see ImplicitGemmOperands).
+template <Layout L, class Tile, class ExecSpace, class T, bool Pooled, bool SplitK = false,
+          class Y = T>
 struct ImplicitGemmDeviceKernel {
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using Acc = accumulator_t<T>;  ///< the micro-tile's sums (T: the storage type)
   static constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, TM = Tile::TM, TN = Tile::TN;
   static_assert(!(SplitK && Pooled), "a split K has no fused pooling");
-  ImplicitGemmOperands<L, T> op;
+  ImplicitGemmOperands<L, T, Y> op;
   int m_blocks;  ///< ceil(M / BM): the league walks the M blocks fastest, so the teams
                  ///< gathering the same pixels run together and share them in L2
   // SplitK only: K steps per slice, teams per slice (the tile grid), the partial sums.
   int steps_per_slice = 0;
   int teams_per_slice = 0;
-  T* partial = nullptr;
+  Acc* partial = nullptr;
 
   /// Scratch bytes per team: the double-buffered operand tiles and the tap table; with
   /// a fused pooling at least the BM x BN conv tile, which reuses them at the end.
@@ -96,7 +102,7 @@ struct ImplicitGemmDeviceKernel {
   KOKKOS_INLINE_FUNCTION static constexpr std::size_t scratch_bytes(bool fused_pool) {
     const std::size_t operands =
         sizeof(T) * 2 * BK * (Tile::x_pitch + Tile::w_pitch) + sizeof(GatherTap) * 2 * BK;
-    const std::size_t conv_tile = fused_pool ? sizeof(T) * BM * Tile::x_pitch : 0;
+    const std::size_t conv_tile = fused_pool ? sizeof(Acc) * BM * Tile::x_pitch : 0;
     return (operands > conv_tile ? operands : conv_tile) +
            16;  // get_shmem_aligned may skip up to 15 bytes
   }
@@ -216,7 +222,7 @@ struct ImplicitGemmDeviceKernel {
         for (int i = 0; i < TM; ++i)
           KCNN_DEVICE_UNROLL
         for (int jj = 0; jj < TN; ++jj)
-          acc[i][jj] += a[i] * b[jj];
+          acc[i][jj] += to_compute(a[i]) * to_compute(b[jj]);
       }
 
       if (step + 1 < steps) store((step + 1) % 2);
@@ -227,20 +233,22 @@ struct ImplicitGemmDeviceKernel {
     } else if constexpr (!Pooled) {
       epilogue(acc, m0 + tm * TM, j0 + tn * TN);
     } else {
-      // Fused pooling: the tile's conv outputs into scratch (the loop's last barrier has
-      // released the operand tiles), then the team pools them into y.
+      // Fused pooling: the tile's conv outputs (accumulators) into scratch (the loop's
+      // last barrier has released the operand tiles), then the team pools them into y.
+      Acc* const conv_tile = reinterpret_cast<Acc*>(x_tiles);
       KCNN_DEVICE_UNROLL
       for (int i = 0; i < TM; ++i) {
         const int m = m0 + tm * TM + i < op.M ? m0 + tm * TM + i : op.M - 1;
-        const T b = op.bias ? op.bias[m] : T(0);
-        T out[TN];
+        const Acc b = op.bias ? to_compute(op.bias[m]) : Acc(0);
+        Acc out[TN];
         KCNN_DEVICE_UNROLL
         for (int jj = 0; jj < TN; ++jj)
           out[jj] = apply_activation(op.activation, acc[i][jj] + b);
-        implicit_gemm_store_run<TN>(x_tiles + (tm * TM + i) * Tile::x_pitch + tn * TN, 1, out, TN);
+        implicit_gemm_store_run<TN>(conv_tile + (tm * TM + i) * Tile::x_pitch + tn * TN, 1, out,
+                                    TN);
       }
       team.team_barrier();
-      op.pool_tile(x_tiles, Tile::x_pitch, BM, m0, block, BN, t, Tile::threads);
+      op.pool_tile(conv_tile, Tile::x_pitch, BM, m0, block, BN, t, Tile::threads);
     }
   }
 
@@ -267,7 +275,7 @@ struct ImplicitGemmDeviceKernel {
     KCNN_DEVICE_UNROLL
     for (int i = 0; i < TM; ++i) {
       const int m = m_first + i < op.M ? m_first + i : op.M - 1;
-      const T b = op.bias ? op.bias[m] : T(0);
+      const Acc b = op.bias ? to_compute(op.bias[m]) : Acc(0);
       KCNN_DEVICE_UNROLL
       for (int jj = 0; jj < TN; ++jj)
         acc[i][jj] = apply_activation(op.activation, acc[i][jj] + b);
@@ -279,7 +287,7 @@ struct ImplicitGemmDeviceKernel {
     Pixel<std::int64_t> px = op.pixel(j_first);
     if constexpr (L == Layout::NCHW) {
       if (j_count == TN && px.q + TN <= op.map.Q) {  // one output row: vector runs
-        T* dst = op.y + op.y_offset(px) + std::int64_t(m_first) * op.ys.c;
+        Y* dst = op.y + op.y_offset(px) + std::int64_t(m_first) * op.ys.c;
         KCNN_DEVICE_UNROLL
         for (int i = 0; i < TM; ++i)
           if (i < m_count) implicit_gemm_store_run<TN>(dst + i * op.ys.c, op.ys.w, acc[i], TN);
@@ -289,7 +297,7 @@ struct ImplicitGemmDeviceKernel {
     KCNN_DEVICE_UNROLL
     for (int jj = 0; jj < TN; ++jj) {
       if (jj < j_count) {
-        T column[TM];
+        Acc column[TM];
         KCNN_DEVICE_UNROLL
         for (int i = 0; i < TM; ++i)
           column[i] = acc[i][jj];

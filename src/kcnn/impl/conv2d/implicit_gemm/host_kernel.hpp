@@ -29,18 +29,21 @@ namespace kcnn::Impl {
 // Host kernel
 // ---------------------------------------------------------------------------------
 
-template <Layout L, class ExecSpace, class T>
+/// T: the storage type of x and w (the panel holds them as stored; 16-bit values are
+/// converted to float as the multiply-adds read them); Y: y's (see ImplicitGemmOperands).
+template <Layout L, class ExecSpace, class T, class Y = T>
 struct ImplicitGemmHostKernel {
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using Acc = accumulator_t<T>;  ///< the register block's sums (T: the storage type)
   static constexpr int TM = ImplicitGemmHostTile::TM, TN = ImplicitGemmHostTile::TN;
 
-  ImplicitGemmOperands<L, T> op;
+  ImplicitGemmOperands<L, T, Y> op;
   int bn;  ///< pixels per team, a multiple of TN
 
   static std::size_t scratch_bytes(int K, int bn, int M, bool fused_pool) {
     return sizeof(T) * std::size_t(K) * bn + sizeof(std::int64_t) * (std::size_t(K) + bn) +
-           sizeof(GatherPixel) * bn + (fused_pool ? sizeof(T) * std::size_t(M) * bn + 64 : 0) + 64;
+           sizeof(GatherPixel) * bn + (fused_pool ? sizeof(Acc) * std::size_t(M) * bn + 64 : 0) +
+           64;
   }
 
   void operator()(const member_type& team) const {
@@ -57,9 +60,9 @@ struct ImplicitGemmHostKernel {
     std::int64_t* const y_off =
         static_cast<std::int64_t*>(scratch.get_shmem_aligned(sizeof(std::int64_t) * bn, 8));
     // Fused pooling: the team's conv outputs, [M][bn], pooled at the end.
-    T* const conv_tile =
+    Acc* const conv_tile =
         fused_pool
-            ? static_cast<T*>(scratch.get_shmem_aligned(sizeof(T) * std::size_t(op.M) * bn, 64))
+            ? static_cast<Acc*>(scratch.get_shmem_aligned(sizeof(Acc) * std::size_t(op.M) * bn, 64))
             : nullptr;
 
     for (TapWalker<L> taps(op.map, 0, 1, op.K); taps.k < op.K; taps.advance())
@@ -154,17 +157,17 @@ struct ImplicitGemmHostKernel {
     for (int i = 0; i < TM; ++i)
       KCNN_HOST_SIMD
     for (int jj = 0; jj < TN; ++jj)
-      acc[i][jj] = T(0);
+      acc[i][jj] = Acc(0);
     for (int k = 0; k < op.K; ++k, panel += bn) {
       const std::int64_t wk = w_off[k];
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__NVCC__)
 #pragma GCC unroll 8
 #endif
       for (int i = 0; i < TM; ++i) {
-        const T a = w_rows[i][wk];
+        const Acc a = to_compute(w_rows[i][wk]);
         KCNN_HOST_SIMD
         for (int jj = 0; jj < TN; ++jj)
-          acc[i][jj] += a * panel[jj];
+          acc[i][jj] += a * to_compute(panel[jj]);
       }
     }
   }
@@ -172,18 +175,19 @@ struct ImplicitGemmHostKernel {
   void store(Acc (&acc)[TM][TN], int m0, const std::int64_t* y_off, int j_count) const {
     for (int i = 0; i < TM && m0 + i < op.M; ++i) {
       const int m = m0 + i;
-      T out[TN];
-      bias_activation_row<TN>(op.activation, acc[i], op.bias ? op.bias[m] : T(0), out);
-      T* y_m = op.y + std::int64_t(m) * op.ys.c;
+      Acc out[TN];
+      bias_activation_row<TN>(op.activation, acc[i], op.bias ? to_compute(op.bias[m]) : Acc(0),
+                              out);
+      Y* y_m = op.y + std::int64_t(m) * op.ys.c;
       for (int jj = 0; jj < j_count; ++jj)
-        y_m[y_off[jj]] = out[jj];
+        y_m[y_off[jj]] = from_compute<Y>(out[jj]);
     }
   }
 
   /// Fused pooling: bias + activation into the conv tile's rows m0 .. m0 + TM (pitch bn).
-  void store_conv_tile(Acc (&acc)[TM][TN], int m0, T* tile_column) const {
+  void store_conv_tile(Acc (&acc)[TM][TN], int m0, Acc* tile_column) const {
     for (int i = 0; i < TM && m0 + i < op.M; ++i)
-      bias_activation_row<TN>(op.activation, acc[i], op.bias ? op.bias[m0 + i] : T(0),
+      bias_activation_row<TN>(op.activation, acc[i], op.bias ? to_compute(op.bias[m0 + i]) : Acc(0),
                               tile_column + std::int64_t(m0 + i) * bn);
   }
 };

@@ -21,11 +21,7 @@ struct ImplicitGemmAlgorithm {
   static std::size_t launch(const ExecSpace& space, const XView& x, const WView& w,
                             const BView& bias, const YView& y, const Conv2dProblem& pb,
                             LaunchMode mode) {
-    if constexpr (refuses_16bit_v<XView>) {
-      return refuse_16bit<XView>(id);
-    } else {
-      return conv2d_implicit_gemm(space, x, w, bias, y, pb, mode);
-    }
+    return conv2d_implicit_gemm(space, x, w, bias, y, pb, mode);
   }
 };
 

@@ -43,10 +43,10 @@ inline bool implicit_gemm_fuses_pool(const Pool2dParams& pool) {
          pool.window_h * pool.window_w <= kImplicitGemmMaxFusedWindowCells;
 }
 
-template <class Tile, bool Pooled, Layout L, class ExecSpace, class T>
-void implicit_gemm_device_launch_as(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
+template <class Tile, bool Pooled, Layout L, class ExecSpace, class T, class Y>
+void implicit_gemm_device_launch_as(const ExecSpace& space, const ImplicitGemmOperands<L, T, Y>& o,
                                     LaunchMode mode) {
-  using Kernel = ImplicitGemmDeviceKernel<L, Tile, ExecSpace, T, Pooled>;
+  using Kernel = ImplicitGemmDeviceKernel<L, Tile, ExecSpace, T, Pooled, false, Y>;
   using Policy = BoundedTeamPolicy<ExecSpace, Tile::threads, Tile::min_teams_per_sm>;
   const std::int64_t m_blocks = (o.M + Tile::BM - 1) / Tile::BM;
   const std::int64_t per_team = o.pooling.columns_per_team(Tile::BN);
@@ -62,10 +62,12 @@ void implicit_gemm_device_launch_as(const ExecSpace& space, const ImplicitGemmOp
 
 /// Tile `Tile` with K split into about `k_slices` slices (implicit_gemm_k_slices): the
 /// partial sums in the cached workspace, then SplitKReduce.
-template <class Tile, Layout L, class ExecSpace, class T>
-void implicit_gemm_device_launch_split(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
-                                       int k_slices, LaunchMode mode) {
-  using Kernel = ImplicitGemmDeviceKernel<L, Tile, ExecSpace, T, false, true>;
+template <class Tile, Layout L, class ExecSpace, class T, class Y>
+void implicit_gemm_device_launch_split(const ExecSpace& space,
+                                       const ImplicitGemmOperands<L, T, Y>& o, int k_slices,
+                                       LaunchMode mode) {
+  using Kernel = ImplicitGemmDeviceKernel<L, Tile, ExecSpace, T, false, true, Y>;
+  using Acc = accumulator_t<T>;  // the partial sums
   using Policy = BoundedTeamPolicy<ExecSpace, Tile::threads, Tile::min_teams_per_sm>;
   const int steps_per_slice = implicit_gemm_steps_per_slice<Tile>(o.K, k_slices);
   k_slices = implicit_gemm_nonempty_slices<Tile>(o.K, k_slices);
@@ -74,9 +76,10 @@ void implicit_gemm_device_launch_split(const ExecSpace& space, const ImplicitGem
   throw_if(teams * k_slices > std::numeric_limits<int>::max(), "kcnn::conv2d_forward",
            "internal: ImplicitGemm split K over ", teams, " tiles");
   if (mode == LaunchMode::Check) return;
-  auto lease = WorkspaceCache<ExecSpace>::acquire(
-      space, static_cast<std::size_t>(k_slices) * sizeof(T) * std::size_t(o.M) * std::size_t(o.J));
-  T* const partial = reinterpret_cast<T*>(lease.data());
+  auto lease =
+      WorkspaceCache<ExecSpace>::acquire(space, static_cast<std::size_t>(k_slices) * sizeof(Acc) *
+                                                    std::size_t(o.M) * std::size_t(o.J));
+  Acc* const partial = reinterpret_cast<Acc*>(lease.data());
   Policy policy(space, static_cast<int>(teams * k_slices), Tile::threads);
   Kokkos::parallel_for(
       "kcnn::conv2d::implicit_gemm_split_k",
@@ -85,14 +88,14 @@ void implicit_gemm_device_launch_split(const ExecSpace& space, const ImplicitGem
   Kokkos::parallel_for("kcnn::conv2d::implicit_gemm_split_k_reduce",
                        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(
                            space, 0, std::int64_t(o.M) * o.J),
-                       SplitKReduce<L, T, false>{o, partial, k_slices});
+                       SplitKReduce<L, T, false, Y>{o, partial, k_slices});
 }
 
 /// Launches tile `Tile`, with the fused pooling when o.pooling.enabled (only tiles whose
 /// BM x BN conv tile fits team scratch are compiled for it; the tile choice never hands
 /// a pooling to the others).
-template <class Tile, Layout L, class ExecSpace, class T>
-void implicit_gemm_device_launch(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
+template <class Tile, Layout L, class ExecSpace, class T, class Y>
+void implicit_gemm_device_launch(const ExecSpace& space, const ImplicitGemmOperands<L, T, Y>& o,
                                  LaunchMode mode = LaunchMode::Run) {
   if (!o.pooling.enabled) return implicit_gemm_device_launch_as<Tile, false>(space, o, mode);
   if constexpr (Tile::BM <= 64) {
@@ -103,10 +106,10 @@ void implicit_gemm_device_launch(const ExecSpace& space, const ImplicitGemmOpera
   }
 }
 
-template <Layout L, class ExecSpace, class T>
-void implicit_gemm_host_launch(const ExecSpace& space, const ImplicitGemmOperands<L, T>& o,
+template <Layout L, class ExecSpace, class T, class Y>
+void implicit_gemm_host_launch(const ExecSpace& space, const ImplicitGemmOperands<L, T, Y>& o,
                                LaunchMode mode) {
-  using Kernel = ImplicitGemmHostKernel<L, ExecSpace, T>;
+  using Kernel = ImplicitGemmHostKernel<L, ExecSpace, T, Y>;
   using Tile = ImplicitGemmHostTile;
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
   // The widest panel within the byte target, then narrower until every thread has
@@ -146,7 +149,7 @@ template <class ExecSpace, class XView, class WView, class BView, class YView>
 std::size_t conv2d_implicit_gemm(const ExecSpace& space, const XView& x, const WView& w,
                                  const BView& bias, const YView& y, const Conv2dProblem& pb,
                                  LaunchMode mode = LaunchMode::Run) {
-  using T = view_scalar_t<YView>;
+  using T = view_scalar_t<XView>;
   auto run = [&](auto layout_tag) -> std::size_t {
     constexpr Layout L = decltype(layout_tag)::value;
     const auto o = implicit_gemm_operands<L>(x, w, bias, y, pb);

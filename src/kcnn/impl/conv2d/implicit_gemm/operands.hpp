@@ -134,7 +134,9 @@ struct ImplicitGemmOperands {
   /// column jc (pitch `pitch`); thread `rank` of `threads` reduces its share of the
   /// team's windows into y. Threads take consecutive windows (NCHW) or channels (NHWC):
   /// y's contiguous dimension.
-  KOKKOS_INLINE_FUNCTION void pool_tile(const T* tile, int pitch, int rows, int m0,
+  /// (The tile holds accumulators: 16-bit results are rounded once, at the store.)
+  template <class Acc>
+  KOKKOS_INLINE_FUNCTION void pool_tile(const Acc* tile, int pitch, int rows, int m0,
                                         std::int64_t block, int bn, int rank, int threads) const {
     const int windows_per_team = bn / pooling.cells;
     const int count = rows * windows_per_team;
@@ -148,13 +150,13 @@ struct ImplicitGemmOperands {
           j_fits_int ? widen(pooling.pooled(static_cast<int>(u))) : pooling.pooled(u);
       const PoolWindow<std::int64_t> win = pool_window(pooling.pool, map.P, map.Q, pp.p, pp.q);
       const std::int64_t h0 = pooling.window_row(pp.p), w0 = pooling.window_col(pp.q);
-      const T* cells = tile + std::int64_t(i) * pitch + std::int64_t(wl) * pooling.cells;
-      const T v =
-          pool_reduce_dynamic<T>(pooling.pool.mode, win, [&](std::int64_t h, std::int64_t w) {
+      const Acc* cells = tile + std::int64_t(i) * pitch + std::int64_t(wl) * pooling.cells;
+      const Acc v =
+          pool_reduce_dynamic<Acc>(pooling.pool.mode, win, [&](std::int64_t h, std::int64_t w) {
             return cells[(h - h0) * pooling.pool.window_w + (w - w0)];
           });
       y[pp.n * ys.n + std::int64_t(m) * ys.c + pp.p * ys.h + pp.q * ys.w] =
-          pool_output(pooling.pool.activation, v);
+          from_compute<Y>(pool_output(pooling.pool.activation, v));
     }
   }
   KOKKOS_INLINE_FUNCTION GatherTap gather_tap(int k) const {

@@ -163,8 +163,8 @@ struct ImplicitGemmDevicePlan {
 /// The device tile choice: by element type, then by the filters M; above 64 filters the
 /// widest tile that still gives every multiprocessor two teams, with K split where
 /// 128 x 128 tiles fill the GPU's waves poorly (implicit_gemm_k_slices).
-template <Layout L, class T>
-ImplicitGemmDevicePlan implicit_gemm_device_plan(const ImplicitGemmOperands<L, T>& o,
+template <Layout L, class T, class Y>
+ImplicitGemmDevicePlan implicit_gemm_device_plan(const ImplicitGemmOperands<L, T, Y>& o,
                                                  std::int64_t multiprocessors,
                                                  std::size_t workspace_limit) {
   using Tiles = ImplicitGemmDeviceTiles;
@@ -189,13 +189,14 @@ ImplicitGemmDevicePlan implicit_gemm_device_plan(const ImplicitGemmOperands<L, T
 }
 
 /// Workspace bytes of a device plan: the split K's partial sums (slices x M x J).
-template <Layout L, class T>
-std::size_t implicit_gemm_workspace_bytes(const ImplicitGemmOperands<L, T>& o,
+template <Layout L, class T, class Y>
+std::size_t implicit_gemm_workspace_bytes(const ImplicitGemmOperands<L, T, Y>& o,
                                           const ImplicitGemmDevicePlan& plan) {
   if (plan.k_slices <= 1) return 0;
   const int slices =
       implicit_gemm_nonempty_slices<ImplicitGemmDeviceTiles::HugeM>(o.K, plan.k_slices);
-  return static_cast<std::size_t>(slices) * sizeof(T) * std::size_t(o.M) * std::size_t(o.J);
+  return static_cast<std::size_t>(slices) * sizeof(accumulator_t<T>) * std::size_t(o.M) *
+         std::size_t(o.J);
 }
 
 }  // namespace kcnn::Impl

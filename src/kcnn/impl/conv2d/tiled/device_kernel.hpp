@@ -31,7 +31,7 @@ struct TiledDeviceKernel
   using Base::accumulate;
   using Base::accumulate_vec;
   using Base::BH;
-  using Base::block_elems;
+  using Base::block_bytes;
   using Base::BM;
   using Base::BW;
   using Base::g;
@@ -54,6 +54,7 @@ struct TiledDeviceKernel
   using typename Base::member_type;
   using typename Base::scalar;
   using typename Base::ScratchView;
+  using typename Base::staged;
   using typename Base::TileIndex;
   using typename Base::TileOrigin;
 
@@ -64,10 +65,10 @@ struct TiledDeviceKernel
     // fused pooling's conv tile reuses the block once the last chunk has been read.
     const std::size_t in_elems = in_tile_elems(g);
     const std::size_t w_elems = w_tile_elems(g, R(), S());
-    auto* block = static_cast<scalar*>(
-        team.team_scratch(0).get_shmem_aligned(block_elems(g, R(), S()) * sizeof(scalar), 16));
-    const ScratchView in_tile(block, in_elems);
-    const ScratchView w_tile(block + in_elems, w_elems);
+    void* const block = team.team_scratch(0).get_shmem_aligned(block_bytes(g, R(), S()), 16);
+    const ScratchView in_tile(static_cast<staged*>(block), in_elems);
+    const ScratchView w_tile(static_cast<staged*>(block) + in_elems, w_elems);
+    accumulator* const conv_tile = static_cast<accumulator*>(block);  // TiledPooling::Scratch
 
     const int logical = g.logical_threads();
     const int C = static_cast<int>(pb.C);
@@ -108,9 +109,9 @@ struct TiledDeviceKernel
         if (t < logical) store_pooled_device(acc, o, t);
       } else {
         team.team_barrier();  // the staged operands are read: the block is the conv tile
-        if (t < logical) store_conv_tile_device(acc, o, t, block);
+        if (t < logical) store_conv_tile_device(acc, o, t, conv_tile);
         team.team_barrier();
-        pool_conv_tile(team, o, block);
+        pool_conv_tile(team, o, conv_tile);
       }
     }
   }

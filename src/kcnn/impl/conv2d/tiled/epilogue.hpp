@@ -41,11 +41,12 @@ struct TiledDeviceEpilogue : Base {
   using typename Base::TileOrigin;
   using typename Base::Vec4;
 
-  /// GPU: bias + activation of the micro-tile into the conv tile, with compile-time
-  /// indices into acc only (see store_device).
+  /// GPU: bias + activation of the micro-tile into the conv tile (accumulators: the
+  /// pooling reads unrounded values), with compile-time indices into acc only (see
+  /// store_device).
   KOKKOS_FORCEINLINE_FUNCTION void store_conv_tile_device(const accumulator (&acc)[BM][BH][BW],
                                                           const TileOrigin& o, int t,
-                                                          scalar* conv_tile) const {
+                                                          accumulator* conv_tile) const {
     with_activation(pb.activation, [&](auto act) {
       store_conv_tile_device_as<decltype(act)::value>(acc, o, t, conv_tile);
     });
@@ -53,15 +54,15 @@ struct TiledDeviceEpilogue : Base {
   template <Activation Act>
   KOKKOS_FORCEINLINE_FUNCTION void store_conv_tile_device_as(const accumulator (&acc)[BM][BH][BW],
                                                              const TileOrigin& o, int t,
-                                                             scalar* conv_tile) const {
+                                                             accumulator* conv_tile) const {
     int m_first, p_first, q_first;
     micro_origin(o, t, m_first, p_first, q_first);
-    scalar* dst = conv_tile + conv_tile_offset(o, m_first, p_first, q_first);
+    accumulator* dst = conv_tile + conv_tile_offset(o, m_first, p_first, q_first);
     const int plane = conv_tile_plane();
     KCNN_DEVICE_UNROLL
     for (int bm = 0; bm < BM; ++bm) {
       const int m = m_first + bm;
-      const scalar b = m < pb.M && pb.has_bias ? scalar(bias(m)) : scalar(0);
+      const accumulator b = m < pb.M && pb.has_bias ? to_compute(bias(m)) : accumulator(0);
       KCNN_DEVICE_UNROLL
       for (int bh = 0; bh < BH; ++bh)
         KCNN_DEVICE_UNROLL
@@ -89,7 +90,7 @@ struct TiledDeviceEpilogue : Base {
   template <PoolMode Mode, Activation Act>
   KOKKOS_FORCEINLINE_FUNCTION void store_pooled_device(const accumulator (&acc)[BM][BH][BW],
                                                        const TileOrigin& o, int t) const {
-    using Op = PoolReduce<Mode, scalar>;
+    using Op = PoolReduce<Mode, accumulator>;
     constexpr int Win = tiled_register_window(Pooling);
     constexpr bool kPair = BH < Win;  // the window's lower half: the thread below
     static_assert(BW % Win == 0 && (BH % Win == 0 || 2 * BH == Win),
@@ -101,15 +102,16 @@ struct TiledDeviceEpilogue : Base {
     const int pp_first = p_first / Win, pq_first = q_first / Win;
     const int m_valid = static_cast<int>(pb.M - m_first);
     const int pq_valid = static_cast<int>(pb.Q_pooled - pq_first);
-    scalar pooled[BM][PH][PW];
+    accumulator pooled[BM][PH][PW];
     KCNN_DEVICE_UNROLL
     for (int bm = 0; bm < BM; ++bm) {
-      const scalar b = bm < m_valid && pb.has_bias ? scalar(bias(m_first + bm)) : scalar(0);
+      const accumulator b =
+          bm < m_valid && pb.has_bias ? to_compute(bias(m_first + bm)) : accumulator(0);
       KCNN_DEVICE_UNROLL
       for (int ph = 0; ph < PH; ++ph)
         KCNN_DEVICE_UNROLL
       for (int pw = 0; pw < PW; ++pw) {
-        scalar v = Op::init();
+        accumulator v = Op::init();
         KCNN_DEVICE_UNROLL
         for (int dh = 0; dh < rows; ++dh)
           KCNN_DEVICE_UNROLL
@@ -146,7 +148,7 @@ struct TiledDeviceEpilogue : Base {
       for (int ph = 0; ph < PH; ++ph)
         KCNN_DEVICE_UNROLL
       for (int pw = 0; pw < PW; ++pw) {
-        scalar column[BM];
+        accumulator column[BM];
         KCNN_DEVICE_UNROLL
         for (int bm = 0; bm < BM; ++bm)
           column[bm] = pooled[bm][ph][pw];
@@ -160,7 +162,7 @@ struct TiledDeviceEpilogue : Base {
   /// The team's pooled outputs from its conv tile, into y. Threads take consecutive
   /// pooled columns (NCHW) or channels (NHWC): y's contiguous dimension.
   KOKKOS_INLINE_FUNCTION void pool_conv_tile(const member_type& team, const TileOrigin& o,
-                                             scalar* conv_tile) const {
+                                             const accumulator* conv_tile) const {
     const int count = g.tile_m * g.pool_p * g.pool_q;
     for (int e = team.team_rank(); e < count; e += team.team_size()) {
       int ml, pl, ql;
@@ -177,11 +179,11 @@ struct TiledDeviceEpilogue : Base {
       if (m >= pb.M || pp >= pb.P_pooled || pq >= pb.Q_pooled) continue;
       const PoolWindow<int> win =
           pool_window(pb.pool, static_cast<int>(pb.P), static_cast<int>(pb.Q), pp, pq);
-      const scalar* plane = conv_tile + ml * conv_tile_plane();
-      const scalar v = pool_reduce_dynamic<scalar>(pb.pool.mode, win, [&](int h, int w) {
+      const accumulator* plane = conv_tile + ml * conv_tile_plane();
+      const accumulator v = pool_reduce_dynamic<accumulator>(pb.pool.mode, win, [&](int h, int w) {
         return plane[(h - o.p0) * g.tile_q + (w - o.q0)];
       });
-      at<L>(y, o.n, m, pp, pq) = pool_output(pb.pool.activation, v);
+      at<L>(y, o.n, m, pp, pq) = from_compute<scalar>(pool_output(pb.pool.activation, v));
     }
   }
 
@@ -189,13 +191,24 @@ struct TiledDeviceEpilogue : Base {
     scalar v[2];
   };
 
-  /// Stores `Count` outputs that are `stride` elements apart in y, starting at dst, up to
-  /// `valid` of them: with 16- or 8-byte stores when all are in range, they are adjacent
-  /// (stride 1, LayoutRight) and dst is aligned (4 elements per 16 bytes: float), else one by one.
-  /// A warp's lanes then write whole 32-byte sectors instead of every 4th float of them.
+  /// Stores `Count` outputs (accumulators, rounded once here) that are `stride` elements
+  /// apart in y, starting at dst, up to `valid` of them: with vector stores when all are
+  /// in range, they are adjacent (stride 1, LayoutRight) and dst is aligned (float: 16 or
+  /// 8 bytes; 16-bit types: 4 elements in 8 bytes), else one by one. A warp's lanes then
+  /// write whole 32-byte sectors instead of every 4th element of them.
   template <int Count>
   KOKKOS_FORCEINLINE_FUNCTION static void store_run(scalar* dst, std::int64_t stride,
-                                                    const scalar (&out)[Count], int valid) {
+                                                    const accumulator (&out)[Count], int valid) {
+    if constexpr (sizeof(scalar) == 2 && Count % 4 == 0) {
+      if (stride == 1 && valid >= Count && reinterpret_cast<std::uintptr_t>(dst) % 8 == 0) {
+        KCNN_DEVICE_UNROLL
+        for (int v = 0; v < Count / 4; ++v)
+          reinterpret_cast<Vec4*>(dst)[v] =
+              Vec4{{from_compute<scalar>(out[4 * v]), from_compute<scalar>(out[4 * v + 1]),
+                    from_compute<scalar>(out[4 * v + 2]), from_compute<scalar>(out[4 * v + 3])}};
+        return;
+      }
+    }
     if constexpr (vector_elements_v<scalar> == 4 && Count % 2 == 0) {
       if (stride == 1 && valid >= Count) {
         const auto addr = reinterpret_cast<std::uintptr_t>(dst);
@@ -218,7 +231,7 @@ struct TiledDeviceEpilogue : Base {
     }
     KCNN_DEVICE_UNROLL
     for (int i = 0; i < Count; ++i)
-      if (i < valid) dst[i * stride] = out[i];
+      if (i < valid) dst[i * stride] = from_compute<scalar>(out[i]);
   }
 
   /// GPU store: every loop has a compile-time trip count and indexes the micro-tile
@@ -242,11 +255,11 @@ struct TiledDeviceEpilogue : Base {
       for (int bm = 0; bm < BM; ++bm) {
         const int m = m_first + bm;
         const bool m_ok = m < pb.M;
-        const scalar b = m_ok && pb.has_bias ? scalar(bias(m)) : scalar(0);
+        const accumulator b = m_ok && pb.has_bias ? to_compute(bias(m)) : accumulator(0);
         KCNN_DEVICE_UNROLL
         for (int bh = 0; bh < BH; ++bh) {
           const int p = p_first + bh;
-          scalar out[BW];
+          accumulator out[BW];
           KCNN_DEVICE_UNROLL
           for (int bw = 0; bw < BW; ++bw)
             out[bw] = apply_activation(Act, acc[bm][bh][bw] + b);
@@ -256,17 +269,17 @@ struct TiledDeviceEpilogue : Base {
       }
     } else {
       const int m_valid = static_cast<int>(pb.M - m_first);
-      scalar b[BM];
+      accumulator b[BM];
       KCNN_DEVICE_UNROLL
       for (int bm = 0; bm < BM; ++bm)
-        b[bm] = bm < m_valid && pb.has_bias ? scalar(bias(m_first + bm)) : scalar(0);
+        b[bm] = bm < m_valid && pb.has_bias ? to_compute(bias(m_first + bm)) : accumulator(0);
       KCNN_DEVICE_UNROLL
       for (int bh = 0; bh < BH; ++bh) {
         const int p = p_first + bh;
         KCNN_DEVICE_UNROLL
         for (int bw = 0; bw < BW; ++bw) {
           const int q = q_first + bw;
-          scalar out[BM];
+          accumulator out[BM];
           KCNN_DEVICE_UNROLL
           for (int bm = 0; bm < BM; ++bm)
             out[bm] = apply_activation(Act, acc[bm][bh][bw] + b[bm]);
@@ -291,6 +304,7 @@ struct TiledHostEpilogue : Base {
   using Base::L;
   using Base::micro_origin;
   using Base::pb;
+  using Base::Pooled;
   using Base::y;
   using typename Base::accumulator;
   using typename Base::member_type;
@@ -299,17 +313,19 @@ struct TiledHostEpilogue : Base {
 
   /// Stores the micro-tile (host): with `final`, bias and activation applied;
   /// otherwise the raw partial sums (multi-chunk path). Into y, masked at the problem's
-  /// edges, or whole into a fused pooling's conv tile.
+  /// edges, or whole into the team's tile (`tile`: a fused pooling's conv tile, or the
+  /// float partial sums of kFloatPartials, which the last chunk stores to y).
   KOKKOS_INLINE_FUNCTION void store(const accumulator (&acc)[BM][BH][BW], const TileOrigin& o,
-                                    int t, bool final, scalar* conv_tile) const {
+                                    int t, bool final, accumulator* tile) const {
     int m_first, p_first, q_first;
     micro_origin(o, t, m_first, p_first, q_first);
     const Activation activation = final ? pb.activation : Activation::Identity;
-    if (conv_tile) {
-      scalar* dst = conv_tile + conv_tile_offset(o, m_first, p_first, q_first);
+    if (tile && (Pooled || !final)) {
+      accumulator* dst = tile + conv_tile_offset(o, m_first, p_first, q_first);
       for (int bm = 0; bm < BM; ++bm) {
         const int m = m_first + bm;
-        const scalar b = final && pb.has_bias && m < pb.M ? scalar(bias(m)) : scalar(0);
+        const accumulator b =
+            final && pb.has_bias && m < pb.M ? to_compute(bias(m)) : accumulator(0);
         for (int bh = 0; bh < BH; ++bh)
           bias_activation_row<BW>(activation, acc[bm][bh], b,
                                   dst + bm * conv_tile_plane() + bh * g.tile_q);
@@ -320,23 +336,23 @@ struct TiledHostEpilogue : Base {
     for (int bm = 0; bm < BM; ++bm) {
       const int m = m_first + bm;
       if (m >= pb.M) break;
-      const scalar b = final && pb.has_bias ? scalar(bias(m)) : scalar(0);
+      const accumulator b = final && pb.has_bias ? to_compute(bias(m)) : accumulator(0);
       for (int bh = 0; bh < BH; ++bh) {
         const int p = p_first + bh;
         if (p >= pb.P) break;
         // Epilogue on the whole row first (vectorizes), then the masked store.
-        scalar out[BW];
+        accumulator out[BW];
         bias_activation_row<BW>(activation, acc[bm][bh], b, out);
         KCNN_HOST_SIMD
         for (int bw = 0; bw < q_count; ++bw)
-          at<L>(y, o.n, m, p, q_first + bw) = out[bw];
+          at<L>(y, o.n, m, p, q_first + bw) = from_compute<scalar>(out[bw]);
       }
     }
   }
 
   /// The team's pooled outputs from its conv tile, into y (one thread per team).
   KOKKOS_INLINE_FUNCTION void pool_conv_tile(const member_type& /*team*/, const TileOrigin& o,
-                                             scalar* conv_tile) const {
+                                             accumulator* conv_tile) const {
     // One thread per team: nested loops without index divisions, vectorized across a
     // row of windows (see pool_conv_tile_host).
     if (pb.pool.mode == PoolMode::Max) {
@@ -348,8 +364,9 @@ struct TiledHostEpilogue : Base {
 
   /// pool_conv_tile for CPUs (one thread per team), with the mode at compile time.
   template <PoolMode Mode>
-  KOKKOS_INLINE_FUNCTION void pool_conv_tile_host(const TileOrigin& o, scalar* conv_tile) const {
-    using Op = PoolReduce<Mode, scalar>;
+  KOKKOS_INLINE_FUNCTION void pool_conv_tile_host(const TileOrigin& o,
+                                                  accumulator* conv_tile) const {
+    using Op = PoolReduce<Mode, accumulator>;
     const Pool2dParams& pool = pb.pool;
     const int P = static_cast<int>(pb.P), Q = static_cast<int>(pb.Q);
     const auto at_most = [](std::int64_t a, std::int64_t b) {
@@ -369,18 +386,18 @@ struct TiledHostEpilogue : Base {
       const int wh = pool.window_h, ww = pool.window_w, sh = pool.stride_h, sw = pool.stride_w;
       const auto y_step = static_cast<std::int64_t>(L == Layout::NCHW ? y.stride(3) : y.stride(2));
       const int cols = (q_count - 1) * sw + ww;  // conv columns the row's windows read
-      scalar* const rows_reduced = conv_tile + g.conv_tile_elems();
-      scalar* const pooled = rows_reduced + g.tile_q;
+      accumulator* const rows_reduced = conv_tile + g.conv_tile_elems();
+      accumulator* const pooled = rows_reduced + g.tile_q;
       for (int ml = 0; ml < m_count; ++ml) {
-        const scalar* plane = conv_tile + ml * conv_tile_plane();
+        const accumulator* plane = conv_tile + ml * conv_tile_plane();
         for (int pl = 0; pl < p_count; ++pl) {
           const int pp = o.pp0 + pl;
-          const scalar* first = plane + (pp * sh - o.p0) * g.tile_q + (o.pq0 * sw - o.q0);
+          const accumulator* first = plane + (pp * sh - o.p0) * g.tile_q + (o.pq0 * sw - o.q0);
           KCNN_HOST_SIMD
           for (int c = 0; c < cols; ++c)
             rows_reduced[c] = Op::init();
           for (int dh = 0; dh < wh; ++dh) {
-            const scalar* row = first + dh * g.tile_q;
+            const accumulator* row = first + dh * g.tile_q;
             KCNN_HOST_SIMD
             for (int c = 0; c < cols; ++c)
               rows_reduced[c] = Op::add(rows_reduced[c], row[c]);
@@ -398,7 +415,7 @@ struct TiledHostEpilogue : Base {
             pooled[ql] = pool_output(pool.activation, Op::finish(pooled[ql], wh * ww));
           scalar* out = &at<L>(y, o.n, o.m0 + ml, pp, o.pq0);
           for (int ql = 0; ql < q_count; ++ql)
-            out[ql * y_step] = pooled[ql];
+            out[ql * y_step] = from_compute<scalar>(pooled[ql]);
         }
       }
       return;
@@ -406,22 +423,22 @@ struct TiledHostEpilogue : Base {
     // Any other window: clipped by pool_window, reduced by pool_reduce (the definitions
     // pool2d_forward uses).
     for (int ml = 0; ml < m_count; ++ml) {
-      const scalar* plane = conv_tile + ml * conv_tile_plane();
+      const accumulator* plane = conv_tile + ml * conv_tile_plane();
       for (int pl = 0; pl < p_count; ++pl)
         for (int ql = 0; ql < q_count; ++ql) {
           const int pp = o.pp0 + pl, pq = o.pq0 + ql;
           const PoolWindow<int> win = pool_window(pool, P, Q, pp, pq);
-          const scalar v = pool_reduce<Mode, scalar>(
+          const accumulator v = pool_reduce<Mode, accumulator>(
               win, [&](int h, int w) { return plane[(h - o.p0) * g.tile_q + (w - o.q0)]; });
-          at<L>(y, o.n, o.m0 + ml, pp, pq) = pool_output(pool.activation, v);
+          at<L>(y, o.n, o.m0 + ml, pp, pq) = from_compute<scalar>(pool_output(pool.activation, v));
         }
     }
   }
 
   /// Reloads partial sums stored by a previous chunk (host multi-chunk path): from y,
-  /// or from a fused pooling's conv tile.
+  /// or from the team's tile (see store).
   KOKKOS_INLINE_FUNCTION void load_partial(accumulator (&acc)[BM][BH][BW], const TileOrigin& o,
-                                           int t, const scalar* conv_tile) const {
+                                           int t, const accumulator* conv_tile) const {
     int m_first, p_first, q_first;
     micro_origin(o, t, m_first, p_first, q_first);
     for (int bm = 0; bm < BM; ++bm)
@@ -431,8 +448,9 @@ struct TiledHostEpilogue : Base {
           if (conv_tile) {
             acc[bm][bh][bw] = conv_tile[conv_tile_offset(o, m, p, q)];
           } else {
-            acc[bm][bh][bw] =
-                (m < pb.M && p < pb.P && q < pb.Q) ? scalar(at<L>(y, o.n, m, p, q)) : scalar(0);
+            acc[bm][bh][bw] = (m < pb.M && p < pb.P && q < pb.Q)
+                                  ? to_compute(at<L>(y, o.n, m, p, q))
+                                  : accumulator(0);
           }
         }
   }

@@ -79,8 +79,9 @@ inline int balanced_threads(int need, int cap) {
   return ceil_div(need, tiles);
 }
 
-/// Chooses the team geometry for micro-tile `Micro` within `scratch_bytes` of scratch.
-template <class Micro, class Scalar>
+/// Chooses the team geometry for micro-tile `Micro` within `scratch_bytes` of scratch;
+/// Staged: the staged operands' element type, ConvTile: a fused pooling's conv tile's.
+template <class Micro, class Staged, class ConvTile>
 TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host, std::size_t scratch_bytes,
                                   bool pad_rows, bool warp_aware = true) {
   TiledGeometry g;
@@ -148,7 +149,7 @@ TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host, std::si
     const std::int64_t in_w =
         (std::int64_t(g.threads_q) * Micro::BW - 1) * pb.stride_w + (pb.S - 1) * pb.dilation_w + 1;
     const std::int64_t pitch = pad_rows ? round_up(in_w, kScratchRowAlign) : in_w;
-    return static_cast<std::size_t>(sizeof(Scalar) *
+    return static_cast<std::size_t>(sizeof(Staged) *
                                     (in_h * pitch + pb.R * pb.S * g.threads_m * Micro::BM));
   };
   g.threads_p = std::max(g.threads_p, min_p);
@@ -157,7 +158,7 @@ TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host, std::si
   // operands (after them in time); hosts in level 1.
   auto conv_tile_bytes = [&] {
     return on_host || !pb.has_pool ? std::size_t(0)
-                                   : sizeof(Scalar) * std::size_t(g.threads_m) * Micro::BM *
+                                   : sizeof(ConvTile) * std::size_t(g.threads_m) * Micro::BM *
                                          g.threads_p * Micro::BH * g.threads_q * Micro::BW;
   };
   // Large strides or dilations widen the halo: shrink the tile until one channel fits

@@ -29,11 +29,12 @@ struct TiledHostKernel
   static_assert(Base::on_host, "TiledHostKernel: a host execution space");
   using Base::accumulate;
   using Base::BH;
-  using Base::block_elems;
+  using Base::block_bytes;
   using Base::BM;
   using Base::BW;
   using Base::g;
   using Base::in_tile_elems;
+  using Base::kFloatPartials;
   using Base::load_partial;
   using Base::pb;
   using Base::pool_conv_tile;
@@ -50,6 +51,7 @@ struct TiledHostKernel
   using typename Base::member_type;
   using typename Base::scalar;
   using typename Base::ScratchView;
+  using typename Base::staged;
   using typename Base::TileIndex;
   using typename Base::TileOrigin;
 
@@ -60,8 +62,8 @@ struct TiledHostKernel
     // fused pooling's conv tile reuses the block once the last chunk has been read.
     const std::size_t in_elems = in_tile_elems(g);
     const std::size_t w_elems = w_tile_elems(g, R(), S());
-    auto* block = static_cast<scalar*>(
-        team.team_scratch(0).get_shmem_aligned(block_elems(g, R(), S()) * sizeof(scalar), 16));
+    auto* block =
+        static_cast<staged*>(team.team_scratch(0).get_shmem_aligned(block_bytes(g, R(), S()), 16));
     const ScratchView in_tile(block, in_elems);
     const ScratchView w_tile(block + in_elems, w_elems);
 
@@ -70,14 +72,16 @@ struct TiledHostKernel
     const TileOrigin o = tile_origin(first_tile);
     // CPUs: few hardware threads walk many micro-tiles. With one chunk (the usual
     // case: the host scratch budget is sized for it) each micro-tile is computed and
-    // stored once; with several, partial sums go to the outputs (y, or a fused
-    // pooling's conv tile in level-1 scratch; cache-resident either way: the team's
-    // outputs are a few KB) and the last chunk applies bias and activation.
-    // (The conv tile is followed by two rows for the pooling phase.)
-    scalar* const conv_tile = Pooled
-                                  ? static_cast<scalar*>(team.team_scratch(1).get_shmem_aligned(
-                                        (g.conv_tile_elems() + 2 * g.tile_q) * sizeof(scalar), 64))
-                                  : nullptr;
+    // stored once; with several, partial sums go to the outputs (y, or a tile in level-1
+    // scratch: a fused pooling's conv tile, or the float partials of 16-bit types;
+    // cache-resident either way: the team's outputs are a few KB) and the last chunk
+    // applies bias and activation. (The tile is followed by two rows for the pooling
+    // phase.)
+    accumulator* const conv_tile =
+        Pooled || (kFloatPartials && g.c_chunk < C)
+            ? static_cast<accumulator*>(team.team_scratch(1).get_shmem_aligned(
+                  (g.conv_tile_elems() + 2 * g.tile_q) * sizeof(accumulator), 64))
+            : nullptr;
     for (int c0 = 0; c0 < C; c0 += g.c_chunk) {
       const int cc = C - c0 < g.c_chunk ? C - c0 : g.c_chunk;
       const bool first = c0 == 0, last = c0 + cc >= C;

@@ -42,13 +42,22 @@ struct TiledKernelBase {
   static constexpr bool Unit = Unit_;
   static constexpr TiledPooling Pooling = Pooling_;
   static constexpr bool Pooled = Pooling != TiledPooling::None;
-  using scalar = view_scalar_t<YView>;        ///< the storage type of x, w and y
-  using accumulator = accumulator_t<scalar>;  ///< the micro-tile's sums
+  static constexpr bool on_host = runs_on_host_v<ExecSpace>;
+  using scalar = view_scalar_t<YView>;  ///< the storage type of x, w and y
+  /// The micro-tile's sums, and a fused pooling's conv tile.
+  using accumulator = accumulator_t<scalar>;
+  /// The staged operands' element type. GPUs stage the stored values (16-bit types: half
+  /// the scratch and the copies; converted as the main loop reads them); CPUs convert
+  /// while staging, so that the main loop's SIMD multiply-adds read float rows.
+  using staged = std::conditional_t<on_host, accumulator, scalar>;
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
-  using ScratchView = Kokkos::View<scalar*, typename ExecSpace::scratch_memory_space,
+  using ScratchView = Kokkos::View<staged*, typename ExecSpace::scratch_memory_space,
                                    Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   static constexpr int BM = Micro::BM, BH = Micro::BH, BW = Micro::BW;
-  static constexpr bool on_host = runs_on_host_v<ExecSpace>;
+  /// Hosts, 16-bit types, several channel chunks: the partial sums between chunks stay
+  /// in float in a level-1 tile (as a fused pooling's conv tile does), not in y, so that
+  /// y is rounded once.
+  static constexpr bool kFloatPartials = on_host && is_16bit_storage_v<scalar>;
 
   XView x;
   WView w;
@@ -102,8 +111,8 @@ struct TiledKernelBase {
     return o;
   }
 
-  /// Scratch elements of the halo tile (padded to the weights' 16-byte alignment) and
-  /// of the weights.
+  /// Scratch elements (staged) of the halo tile (padded to the weights' 16-byte
+  /// alignment) and of the weights.
   static std::size_t KOKKOS_INLINE_FUNCTION in_tile_elems(const TiledGeometry& geo) {
     return static_cast<std::size_t>(
         round_up(std::int64_t(geo.c_chunk) * geo.in_plane(), kScratchRowAlign));
@@ -111,13 +120,15 @@ struct TiledKernelBase {
   static std::size_t KOKKOS_INLINE_FUNCTION w_tile_elems(const TiledGeometry& geo, int r, int s) {
     return static_cast<std::size_t>(geo.c_chunk) * r * s * geo.tile_m;
   }
-  /// Level-0 scratch elements: the staged operands, or on GPUs with a fused pooling the
-  /// conv tile if it is larger (it takes the block over after the last chunk).
-  static std::size_t KOKKOS_INLINE_FUNCTION block_elems(const TiledGeometry& geo, int r, int s) {
-    const std::size_t staged = in_tile_elems(geo) + w_tile_elems(geo, r, s);
-    const std::size_t conv =
-        !on_host && Pooling == TiledPooling::Scratch ? geo.conv_tile_elems() : 0;
-    return staged > conv ? staged : conv;
+  /// Level-0 scratch bytes: the staged operands, or on GPUs with a fused pooling the
+  /// conv tile (accumulators) if it is larger (it takes the block over after the last
+  /// chunk).
+  static std::size_t KOKKOS_INLINE_FUNCTION block_bytes(const TiledGeometry& geo, int r, int s) {
+    const std::size_t operands = sizeof(staged) * (in_tile_elems(geo) + w_tile_elems(geo, r, s));
+    const std::size_t conv = !on_host && Pooling == TiledPooling::Scratch
+                                 ? sizeof(accumulator) * geo.conv_tile_elems()
+                                 : 0;
+    return operands > conv ? operands : conv;
   }
 
   KOKKOS_INLINE_FUNCTION int R() const { return KR > 0 ? KR : static_cast<int>(pb.R); }
@@ -142,7 +153,7 @@ struct TiledKernelBase {
   /// words of a scratch row (no bank conflicts, where 4-float steps between lanes' scalar loads
   /// give 2- to 4-way conflicts), and one load brings 4 values instead of 1.
   static constexpr bool vector_loads = !on_host && Unit && KR > 0 && KS > 0 &&
-                                       vector_elements_v<scalar> == 4 && BW % 4 == 0 && BM % 4 == 0;
+                                       vector_elements_v<staged> == 4 && BW % 4 == 0 && BM % 4 == 0;
 
   using Vec4 = AlignedVec4<scalar>;
 
@@ -153,7 +164,7 @@ struct TiledKernelBase {
     for (int bh = 0; bh < BH; ++bh)
       KCNN_DEVICE_UNROLL
     for (int bw = 0; bw < BW; ++bw)
-      acc[bm][bh][bw] = scalar(0);
+      acc[bm][bh][bw] = accumulator(0);
   }
 
   /// Output coordinates of logical thread t's micro-tile origin.

@@ -40,7 +40,8 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
                          LaunchMode mode = LaunchMode::Run) {
   using Kernel =
       Conv2dTiledKernel<L, KR, KS, Unit, Pooling, Micro, ExecSpace, XView, WView, BView, YView>;
-  using Scalar = typename Kernel::scalar;
+  using Staged = typename Kernel::staged;
+  using Accumulator = typename Kernel::accumulator;
   constexpr bool on_host = runs_on_host_v<ExecSpace>;
   constexpr bool Pooled = Kernel::Pooled;
   // GPUs, unit-stride kernels with compile-time filters and 64-accumulator micro-tiles:
@@ -59,8 +60,8 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
   const std::size_t budget = static_cast<std::size_t>(Policy::scratch_size_max(0)) - 256;
   // Rows padded to 16 bytes only for the vector loads: the scalar strided path reads
   // with fewer bank conflicts from unpadded (often odd) row pitches.
-  TiledGeometry g = make_tiled_geometry<Micro, Scalar>(pb, on_host, budget, Kernel::vector_loads,
-                                                       Kernel::vector_loads);
+  TiledGeometry g = make_tiled_geometry<Micro, Staged, Accumulator>(
+      pb, on_host, budget, Kernel::vector_loads, Kernel::vector_loads);
 
   if constexpr (tiled_register_window(Pooling) > Micro::BH) {
     // Windows spanning two rows of threads need each pair in one full warp; other
@@ -85,17 +86,19 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
            " tiles exceed the launch limit; split the batch");
   // One 16-byte aligned block (get_shmem_aligned may skip up to 15 bytes).
   const std::size_t scratch =
-      sizeof(Scalar) * Kernel::block_elems(g, static_cast<int>(pb.R), static_cast<int>(pb.S)) + 16;
+      Kernel::block_bytes(g, static_cast<int>(pb.R), static_cast<int>(pb.S)) + 16;
   throw_if(scratch > static_cast<std::size_t>(Policy::scratch_size_max(0)), "kcnn::conv2d_forward",
            "ConvAlgo::Tiled: a ", pb.R, "x", pb.S, " filter with dilation ", pb.dilation_h, "x",
            pb.dilation_w, " and stride ", pb.stride_h, "x", pb.stride_w,
            Pooled ? " and the fused pooling's window" : "",
            " needs a tile larger than team scratch memory (", scratch, " > ",
            Policy::scratch_size_max(0), " bytes); use another algorithm");
-  // Hosts: a fused pooling's conv tile in level-1 scratch (plus its 64-byte alignment).
-  // After it, two rows for its pooling phase (pool_conv_tile_host).
+  // Hosts: a fused pooling's conv tile, or 16-bit partial sums over several chunks, in
+  // level-1 scratch (plus its 64-byte alignment). After it, two rows for the pooling
+  // phase (pool_conv_tile_host).
+  const bool host_tile = on_host && (Pooled || (Kernel::kFloatPartials && g.c_chunk < pb.C));
   const std::size_t host_conv_tile =
-      on_host && Pooled ? sizeof(Scalar) * std::size_t(g.conv_tile_elems() + 2 * g.tile_q) + 64 : 0;
+      host_tile ? sizeof(Accumulator) * std::size_t(g.conv_tile_elems() + 2 * g.tile_q) + 64 : 0;
 
   Policy policy(space, static_cast<int>(league), g.team_size);
   policy.set_scratch_size(0, Kokkos::PerTeam(scratch));

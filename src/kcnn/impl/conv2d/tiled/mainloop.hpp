@@ -27,10 +27,11 @@ struct TiledMainloop : Base {
   using Base::stride_h;
   using Base::stride_w;
   using typename Base::accumulator;
-  using typename Base::scalar;
   using typename Base::ScratchView;
+  using typename Base::staged;
 
-  /// Adds the staged chunk's contribution to logical thread t's micro-tile.
+  /// Adds the staged chunk's contribution to logical thread t's micro-tile (16-bit
+  /// values staged on GPUs are converted to float as they are read: to_compute).
   KOKKOS_FORCEINLINE_FUNCTION void accumulate(accumulator (&acc)[BM][BH][BW],
                                               const ScratchView& in_tile, const ScratchView& w_tile,
                                               int t, int cc) const {
@@ -40,28 +41,28 @@ struct TiledMainloop : Base {
     const int r_extent = R(), s_extent = S();
     const int in_plane = g.in_plane(), pitch = g.in_pitch;
     const int sh = stride_h(), sw = stride_w(), dh = dil_h(), dw = dil_w();
-    const scalar* in_base = in_tile.data() + (tp * BH * sh) * pitch + tq * BW * sw;
-    const scalar* w_base = w_tile.data() + tmi * BM;
+    const staged* in_base = in_tile.data() + (tp * BH * sh) * pitch + tq * BW * sw;
+    const staged* w_base = w_tile.data() + tmi * BM;
     for (int c = 0; c < cc; ++c) {
-      const scalar* in_c = in_base + c * in_plane;
-      const scalar* w_c = w_base + c * r_extent * s_extent * g.tile_m;
+      const staged* in_c = in_base + c * in_plane;
+      const staged* w_c = w_base + c * r_extent * s_extent * g.tile_m;
       KCNN_DEVICE_UNROLL
       for (int r = 0; r < r_extent; ++r) {
         KCNN_DEVICE_UNROLL
         for (int s = 0; s < s_extent; ++s) {
-          const scalar* w_rs = w_c + (r * s_extent + s) * g.tile_m;
+          const staged* w_rs = w_c + (r * s_extent + s) * g.tile_m;
           KCNN_DEVICE_UNROLL
           for (int bh = 0; bh < BH; ++bh) {
-            const scalar* row = in_c + (bh * sh + r * dh) * pitch + s * dw;
+            const staged* row = in_c + (bh * sh + r * dh) * pitch + s * dw;
             KCNN_DEVICE_UNROLL
             for (int bm = 0; bm < BM; ++bm) {
-              const scalar wv = w_rs[bm];
+              const accumulator wv = to_compute(w_rs[bm]);
               // Innermost over output columns: contiguous in scratch for unit stride,
               // so it is one SIMD multiply-add on CPUs.
               KCNN_DEVICE_UNROLL
               KCNN_HOST_SIMD
               for (int bw = 0; bw < BW; ++bw)
-                acc[bm][bh][bw] += row[bw * sw] * wv;
+                acc[bm][bh][bw] += to_compute(row[bw * sw]) * wv;
             }
           }
         }

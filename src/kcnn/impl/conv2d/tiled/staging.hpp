@@ -159,6 +159,7 @@ struct TiledHostStaging : Base {
   using typename Base::member_type;
   using typename Base::scalar;
   using typename Base::ScratchView;
+  using typename Base::staged;
   using typename Base::TileOrigin;
 
   /// Stages input channels [c0, c0 + cc) of the halo tile and their filter taps (the
@@ -170,7 +171,8 @@ struct TiledHostStaging : Base {
   }
 
   /// CPUs: one thread per team, so plain nested loops without index division; the
-  /// in-image part of each staged row is a contiguous copy for NCHW.
+  /// in-image part of each staged row is a contiguous copy for NCHW. Values are staged
+  /// in the compute type (16-bit types: converted to float here, once per team).
   KOKKOS_INLINE_FUNCTION void stage_host(const ScratchView& in_tile, const ScratchView& w_tile,
                                          const TileOrigin& o, int c0, int cc) const {
     const int in_plane = g.in_plane();
@@ -181,33 +183,33 @@ struct TiledHostStaging : Base {
       const std::int64_t h = o.h0 + ih;
       const bool row_inside = h >= 0 && h < pb.H;
       for (int c = 0; c < cc; ++c) {
-        scalar* dst = in_tile.data() + c * in_plane + ih * g.in_pitch;
+        staged* dst = in_tile.data() + c * in_plane + ih * g.in_pitch;
         if (!row_inside || iw_lo >= iw_hi) {
           for (int iw = 0; iw < g.in_w; ++iw)
-            dst[iw] = scalar(0);
+            dst[iw] = staged(0);
           continue;
         }
         for (int iw = 0; iw < iw_lo; ++iw)
-          dst[iw] = scalar(0);
+          dst[iw] = staged(0);
         if constexpr (L == Layout::NCHW) {
           KCNN_HOST_SIMD
           for (int iw = iw_lo; iw < iw_hi; ++iw)
-            dst[iw] = x(o.n, c0 + c, h, o.w0 + iw);
+            dst[iw] = to_compute(x(o.n, c0 + c, h, o.w0 + iw));
         } else {
           for (int iw = iw_lo; iw < iw_hi; ++iw)
-            dst[iw] = x(o.n, h, o.w0 + iw, c0 + c);
+            dst[iw] = to_compute(x(o.n, h, o.w0 + iw, c0 + c));
         }
         for (int iw = iw_hi; iw < g.in_w; ++iw)
-          dst[iw] = scalar(0);
+          dst[iw] = staged(0);
       }
     }
     const int r_extent = R(), s_extent = S();
-    scalar* wdst = w_tile.data();
+    staged* wdst = w_tile.data();
     for (int c = 0; c < cc; ++c)
       for (int r = 0; r < r_extent; ++r)
         for (int s = 0; s < s_extent; ++s)
           for (int m = 0; m < g.tile_m; ++m)
-            *wdst++ = o.m0 + m < pb.M ? at<L>(w, o.m0 + m, c0 + c, r, s) : scalar(0);
+            *wdst++ = o.m0 + m < pb.M ? to_compute(at<L>(w, o.m0 + m, c0 + c, r, s)) : staged(0);
   }
 };
 

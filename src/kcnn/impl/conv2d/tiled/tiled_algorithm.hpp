@@ -22,12 +22,8 @@ struct TiledAlgorithm {
   static std::size_t launch(const ExecSpace& space, const XView& x, const WView& w,
                             const BView& bias, const YView& y, const Conv2dProblem& pb,
                             LaunchMode mode) {
-    if constexpr (refuses_16bit_v<XView>) {
-      return refuse_16bit<XView>(id);
-    } else {
-      conv2d_tiled(space, x, w, bias, y, pb, TiledTuning{}, mode);
-      return 0;
-    }
+    conv2d_tiled(space, x, w, bias, y, pb, TiledTuning{}, mode);
+    return 0;
   }
 };
 
