@@ -3,7 +3,8 @@
 /// \brief Views of Kokkos' half_t and kcnn::bfloat16 through the operations that take them
 ///        so far: conv2d_forward (every algorithm; TensorCoreGemm where there are tensor
 ///        cores, elsewhere it must refuse before writing), its fused pooling, pool2d_forward,
-///        im2col and activation_backward, over the shape families x layouts x backends.
+///        im2col, col2im and activation_backward, over the shape families x layouts x
+///        backends.
 ///
 /// The reference is the double computation on the inputs as rounded to the 16-bit type
 /// (read back from the Views); the bound is expect_within_16bit_bound's (test_support.hpp:
@@ -421,6 +422,61 @@ TEST(Im2col16Bit, BfloatUnrollsExactly) {
 }
 TEST(Im2col16Bit, HalfUnrollsExactly) {
   run_im2col_cases<Kokkos::Experimental::half_t>();
+}
+
+/// col2im sums in float and rounds once: within the bound of the float fold of the same
+/// values (the float col2im is checked against an independent fold in test_im2col.cpp),
+/// with S the fold of the magnitudes; poisoned x, both layouts, both backends.
+template <class T>
+void run_col2im_cases() {
+  for (auto b : backends())
+    with_backend(b, [&](const auto& space) {
+      using Space = std::decay_t<decltype(space)>;
+      using Matrix = Kokkos::View<T**, Kokkos::LayoutRight, typename Space::memory_space>;
+      using FloatMatrix = Kokkos::View<float**, Kokkos::LayoutRight, typename Space::memory_space>;
+      SCOPED_TRACE(backend_name(b));
+      for (const auto& c : cases_in_both_layouts()) {
+        SCOPED_TRACE(type_name<T>() + " col2im " + c.name + " " + kcnn::to_string(c.layout));
+        const std::int64_t K = std::int64_t(c.C) * c.R * c.S, J = std::int64_t(c.N) * c.P() * c.Q();
+        const bool nhwc = c.nhwc();
+        const std::size_t entries = std::size_t(K) * std::size_t(J);
+        Matrix cols("cols", nhwc ? J : K, nhwc ? K : J);
+        FloatMatrix cols_float("cols_float", nhwc ? J : K, nhwc ? K : J);
+        FloatMatrix cols_magnitude("cols_magnitude", nhwc ? J : K, nhwc ? K : J);
+        {
+          const auto v = random_values(entries, 8);
+          auto h = Kokkos::create_mirror_view(cols);
+          auto hf = Kokkos::create_mirror_view(cols_float);
+          auto hm = Kokkos::create_mirror_view(cols_magnitude);
+          for (std::size_t i = 0; i < entries; ++i) {
+            h.data()[i] = T(static_cast<float>(v[i]));
+            hf.data()[i] = static_cast<float>(h.data()[i]);  // the same rounded values
+            hm.data()[i] = std::abs(hf.data()[i]);
+          }
+          Kokkos::deep_copy(cols, h);
+          Kokkos::deep_copy(cols_float, hf);
+          Kokkos::deep_copy(cols_magnitude, hm);
+        }
+        const auto xe = c.x_extents();
+        Tensor4<T, Space> x("x", xe[0], xe[1], xe[2], xe[3]);
+        Tensor4<float, Space> x_float("x_float", xe[0], xe[1], xe[2], xe[3]);
+        Tensor4<float, Space> x_magnitude("x_magnitude", xe[0], xe[1], xe[2], xe[3]);
+        poison16(x);
+        kcnn::col2im(space, cols, c.R, c.S, c.params(), x);
+        kcnn::col2im(space, cols_float, c.R, c.S, c.params(), x_float);
+        kcnn::col2im(space, cols_magnitude, c.R, c.S, c.params(), x_magnitude);
+        space.fence();
+        expect_within_16bit_bound<T>(to_host(x), to_host(x_float), to_host(x_magnitude),
+                                     double(c.R) * c.S);
+      }
+    });
+}
+
+TEST(Col2im16Bit, BfloatSumsInFloatRoundsOnce) {
+  run_col2im_cases<kcnn::bfloat16>();
+}
+TEST(Col2im16Bit, HalfSumsInFloatRoundsOnce) {
+  run_col2im_cases<Kokkos::Experimental::half_t>();
 }
 
 /// activation_backward: dx = dy * act'(y) in float, rounded once.

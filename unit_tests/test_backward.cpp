@@ -236,6 +236,77 @@ TEST_P(Conv2dBackward, MatchesHostGradientsFiniteDifferencesAndAdjoints) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dBackward, ::testing::ValuesIn(conv_params()), conv_name);
 
+std::vector<double> magnitudes(std::vector<double> v) {
+  for (double& e : v)
+    e = std::abs(e);
+  return v;
+}
+
+/// 16-bit tensors: both backward convolutions against the double gradients of the values
+/// as rounded to T, within expect_within_16bit_bound (float sums rounded once; K = M*R*S
+/// products per dx element, N*P*Q per dw element and per dbias; S from the magnitudes),
+/// with the default workspace and with about one image per chunk (dw then sums chunks in
+/// float before its one rounding).
+template <class T, class Space>
+void check_conv_backward_16bit(const Space& space, const ConvCase& c) {
+  SCOPED_TRACE(type_name<T>());
+  const auto x =
+      make_tensor<T, Space>("x", c.x_extents(), random_values(product(c.x_extents()), 11));
+  const auto w =
+      make_tensor<T, Space>("w", c.w_extents(), random_values(product(c.w_extents()), 12));
+  const auto dy =
+      make_tensor<T, Space>("dy", c.y_extents(), random_values(product(c.y_extents()), 13));
+  const auto xv = to_host(x), wv = to_host(w), dyv = to_host(dy);  // the rounded values
+  const auto want_dx = host_backward_data(c, dyv, wv);
+  const auto scale_dx = host_backward_data(c, magnitudes(dyv), magnitudes(wv));
+  std::vector<double> want_dw, want_db, scale_dw, scale_db;
+  host_backward_weights(c, xv, dyv, want_dw, want_db);
+  host_backward_weights(c, magnitudes(xv), magnitudes(dyv), scale_dw, scale_db);
+
+  Tensor4<T, Space> dx("dx", c.x_extents()[0], c.x_extents()[1], c.x_extents()[2],
+                       c.x_extents()[3]);
+  Tensor4<T, Space> dw("dw", c.w_extents()[0], c.w_extents()[1], c.w_extents()[2],
+                       c.w_extents()[3]);
+  Tensor1<T, Space> db("db", c.M);
+  const std::size_t K = std::size_t(c.C) * c.R * c.S, PQ = std::size_t(c.P()) * c.Q();
+  // The float weights (gradient), one image's float and stored unrolled matrix and its
+  // float dy: about one image per chunk.
+  const std::size_t one_image = c.M * K * 4 + K * PQ * 6 + c.M * PQ * 4 + 4096;
+  const double pixels = double(c.N) * c.P() * c.Q();
+  for (std::size_t limit : {std::size_t(0), one_image}) {
+    SCOPED_TRACE("workspace limit " + std::to_string(limit));
+    kcnn::Conv2dParams params = c.params();
+    params.workspace_limit_bytes = limit;
+    poison16(dx);
+    poison16(dw);
+    poison16(db);
+    kcnn::conv2d_backward_data(space, dy, w, dx, params);
+    kcnn::conv2d_backward_weights(space, x, dy, dw, db, params);
+    space.fence();
+    {
+      SCOPED_TRACE("dx");
+      expect_within_16bit_bound<T>(to_host(dx), want_dx, scale_dx, double(c.M) * c.R * c.S);
+    }
+    {
+      SCOPED_TRACE("dw");
+      expect_within_16bit_bound<T>(to_host(dw), want_dw, scale_dw, pixels);
+    }
+    {
+      SCOPED_TRACE("dbias");
+      expect_within_16bit_bound<T>(to_host(db), want_db, scale_db, pixels);
+    }
+  }
+}
+
+TEST_P(Conv2dBackward, SixteenBitWithinTheRoundingBound) {
+  const auto& param = GetParam();
+  with_backend(param.backend, [&](const auto& space) {
+    using Space = std::decay_t<decltype(space)>;
+    check_conv_backward_16bit<kcnn::bfloat16, Space>(space, param.c);
+    check_conv_backward_16bit<Kokkos::Experimental::half_t, Space>(space, param.c);
+  });
+}
+
 /// LayoutLeft operands (not row-major: the packed GEMM paths) and an empty-bias call.
 TEST(Conv2dBackwardViews, LayoutLeftAndNoBias) {
   using Space = Kokkos::DefaultExecutionSpace;
@@ -442,6 +513,39 @@ TEST_P(Pool2dBackward, MatchesHostGradientAndFiniteDifferences) {
     using Space = std::decay_t<decltype(space)>;
     check_pool_backward<float, Space>(space, param.c, param.ties);
     check_pool_backward<double, Space>(space, param.c, param.ties);
+  });
+}
+
+/// 16-bit tensors: dx sums the routed (Max) or divided (Average) gradients in float and
+/// rounds once; within expect_within_16bit_bound of the double gradient of the rounded
+/// values (K: the window's cells, S: the gradient of the magnitudes of dy).
+template <class T, class Space>
+void check_pool_backward_16bit(const Space& space, const PoolCase& c, bool ties) {
+  SCOPED_TRACE(type_name<T>());
+  auto xs = random_values(product(c.x_extents()), 31);
+  if (ties)
+    for (auto& v : xs)
+      v = std::round(v);
+  const auto x = make_tensor<T, Space>("x", c.x_extents(), xs);
+  const auto dy =
+      make_tensor<T, Space>("dy", c.y_extents(), random_values(product(c.y_extents()), 32));
+  const auto xv = to_host(x), dyv = to_host(dy);  // the rounded values
+  Tensor4<T, Space> dx("dx", c.x_extents()[0], c.x_extents()[1], c.x_extents()[2],
+                       c.x_extents()[3]);
+  poison16(dx);
+  kcnn::pool2d_backward(space, x, dy, dx, c.params());
+  space.fence();
+  expect_within_16bit_bound<T>(to_host(dx), host_pool_backward(c, xv, dyv),
+                               host_pool_backward(c, xv, magnitudes(dyv)),
+                               double(c.window_h) * c.window_w);
+}
+
+TEST_P(Pool2dBackward, SixteenBitWithinTheRoundingBound) {
+  const auto& param = GetParam();
+  with_backend(param.backend, [&](const auto& space) {
+    using Space = std::decay_t<decltype(space)>;
+    check_pool_backward_16bit<kcnn::bfloat16, Space>(space, param.c, param.ties);
+    check_pool_backward_16bit<Kokkos::Experimental::half_t, Space>(space, param.c, param.ties);
   });
 }
 

@@ -40,8 +40,9 @@ namespace kcnn {
 ///                     forward convolution; activation must be Identity and pool unset
 ///                     (see the file comment); algo is ignored.
 ///
-/// P and Q must be what conv2d_forward derives from H, W and params. Views hold float or
-/// double (the same for all; inputs may be const), are contiguous (LayoutRight or
+/// P and Q must be what conv2d_forward derives from H, W and params. Views hold float,
+/// double, half_t or kcnn::bfloat16 (the same for all; inputs may be const; 16-bit
+/// tensors: float GEMMs on float copies, dx rounded once), are contiguous (LayoutRight or
 /// LayoutLeft) and accessible from `ExecSpace`; dx must not overlap dy or w. Scratch:
 /// the cached workspace of kcnn/workspace.hpp, within the budget. N = 0 is a no-op; M = 0
 /// gives dx = 0.
@@ -58,10 +59,6 @@ void conv2d_backward_data(const ExecSpace& space, const DYView& dy, const WView&
   static_assert(std::is_same_v<Impl::view_scalar_t<DYView>, T> &&
                     std::is_same_v<Impl::view_scalar_t<WView>, T>,
                 "kcnn::conv2d_backward_data: dy, w and dx must have the same scalar type");
-  static_assert(
-      !Impl::is_16bit_storage_v<T>,
-      "kcnn::conv2d_backward_data: half and bfloat16 tensors are not supported yet (issue 19); "
-      "convert them to float");
   constexpr const char* op = "kcnn::conv2d_backward_data";
   const Impl::Conv2dProblem pb = Impl::make_conv2d_backward_problem(
       op, dx, w, 0, dy, params, Impl::ConvTensorNames{"dx", "w", "bias", "dy"});
@@ -101,10 +98,12 @@ void conv2d_backward_data(const ExecSpace& space, const DYView& dy, const WView&
 /// \param dbias  [out] rank 1, extent M, or extent 0 when the layer has no bias
 /// \param params [in]  as for conv2d_backward_data
 ///
-/// Views hold float or double (the same for all; 16-bit types not yet), are contiguous and
-/// accessible from `ExecSpace`; dw and dbias must not overlap x, dy or each other. N = 0 gives dw =
-/// 0 and dbias = 0; M = 0 is a no-op. \throws kcnn::Error, before anything is written, as
-/// conv2d_backward_data (with dw in
+/// Views hold float, double, half_t or kcnn::bfloat16 (the same for all; 16-bit tensors:
+/// float GEMMs on float copies, dw accumulated in float over the chunks and rounded once,
+/// dbias summed in float), are contiguous and accessible from `ExecSpace`; dw and dbias
+/// must not overlap x, dy or each other. N = 0 gives dw = 0 and dbias = 0; M = 0 is a
+/// no-op.
+/// \throws kcnn::Error, before anything is written, as conv2d_backward_data (with dw in
 ///         w's role), and on a dbias extent other than 0 or M.
 template <class ExecSpace, class XView, class DYView, class DWView, class DBView>
 void conv2d_backward_weights(const ExecSpace& space, const XView& x, const DYView& dy,
@@ -119,10 +118,6 @@ void conv2d_backward_weights(const ExecSpace& space, const XView& x, const DYVie
                     std::is_same_v<Impl::view_scalar_t<DBView>, T>,
                 "kcnn::conv2d_backward_weights: x, dy, dw and dbias must have the same scalar "
                 "type");
-  static_assert(
-      !Impl::is_16bit_storage_v<T>,
-      "kcnn::conv2d_backward_weights: half and bfloat16 tensors are not supported yet (issue 19); "
-      "convert them to float");
   constexpr const char* op = "kcnn::conv2d_backward_weights";
   const Impl::Conv2dProblem pb =
       Impl::make_conv2d_backward_problem(op, x, dw, static_cast<std::int64_t>(dbias.extent(0)), dy,

@@ -126,9 +126,6 @@ void col2im(const ExecSpace& space, const ColsView& cols, int kernel_h, int kern
             const Conv2dParams& params, const XView& x, std::int64_t batch_begin,
             KernelVariant variant) {
   static_check_unroll_views<ExecSpace, XView, ColsView, true>("kcnn::col2im");
-  static_assert(!is_16bit_storage_v<view_scalar_t<XView>>,
-                "kcnn::col2im: half and bfloat16 tensors are not supported yet (issue 19); "
-                "convert them to float");
   constexpr const char* op = "kcnn::col2im";
   std::int64_t n = 0;
   const Conv2dProblem pb =
@@ -163,8 +160,9 @@ void col2im(const ExecSpace& space, const ColsView& cols, int kernel_h, int kern
 ///
 /// \param space       execution space instance (stream) to run on
 /// \param x           [in]  rank 4: NCHW (N, C, H, W) or NHWC (N, H, W, C); float,
-///                          double, half_t or kcnn::bfloat16 (col2im: not the 16-bit
-///                          types yet), may be const; LayoutRight or LayoutLeft, contiguous
+///                          double, half_t or kcnn::bfloat16 (col2im sums those in
+///                          float and rounds once), may be const; LayoutRight or
+///                          LayoutLeft, contiguous
 /// \param kernel_h    window height R (>= 1)
 /// \param kernel_w    window width S (>= 1)
 /// \param params      stride, padding, dilation and layout (activation, algo and the

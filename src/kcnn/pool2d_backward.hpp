@@ -38,10 +38,9 @@ namespace kcnn {
 ///                     (apply kcnn::activation_backward to dy first; a pooling bias has
 ///                     the gradient sum(dy) per channel)
 ///
-/// Views hold float or double (the same for all; inputs may be const; 16-bit types not
-/// yet), are contiguous
-/// and accessible from `ExecSpace`; dx must not overlap x or dy. N = 0 or C = 0 is a
-/// no-op.
+/// Views hold float, double, half_t or kcnn::bfloat16 (the same for all; inputs may be
+/// const; 16-bit gradients are summed in float and rounded once), are contiguous and
+/// accessible from `ExecSpace`; dx must not overlap x or dy. N = 0 or C = 0 is a no-op.
 /// \throws kcnn::Error, before anything is written, on every parameter pool2d_forward
 ///         rejects, a non-Identity activation, dy extents other than the pooled extents
 ///         of x, dx extents other than x's, non-contiguous Views, or overlap.
@@ -55,10 +54,6 @@ void pool2d_backward(const ExecSpace& space, const XView& x, const DYView& dy, c
   static_assert(std::is_same_v<Impl::view_scalar_t<XView>, T> &&
                     std::is_same_v<Impl::view_scalar_t<DYView>, T>,
                 "kcnn::pool2d_backward: x, dy and dx must have the same scalar type");
-  static_assert(
-      !Impl::is_16bit_storage_v<T>,
-      "kcnn::pool2d_backward: half and bfloat16 tensors are not supported yet (issue 19); "
-      "convert them to float");
   constexpr const char* op = "kcnn::pool2d_backward";
   Impl::throw_if(params.activation != Activation::Identity, op, "params.activation is ",
                  to_string(params.activation),

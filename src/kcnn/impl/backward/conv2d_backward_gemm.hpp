@@ -24,6 +24,11 @@
 /// workspace too. Every GEMM operand is an unmanaged LayoutRight rank-2 View
 /// (GemmMatrix), the type the cuBLAS/host-BLAS specializations take, and the GEMMs run
 /// on `space`'s stream (impl/blas/gemm.hpp). All index arithmetic outside BLAS is 64-bit.
+///
+/// 16-bit tensors: the GEMMs run in float on float copies (the weights, each chunk's dy
+/// and unrolled x), the unrolled gradient and the weight gradient are float, and each
+/// result is rounded once: by col2im (backward data) and by the copy of the float weight
+/// gradient into dw (backward weights); the bias gradient sums in float.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -32,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "../arch/device_traits.hpp"
 #include "../blas/gemm.hpp"
@@ -48,11 +54,12 @@ namespace kcnn::Impl {
 
 /// Copies images [n0, n0 + count) of a rank-4 strided View to or from a row-major
 /// buffer in the View's index order (ToBuffer), or back (!ToBuffer). Used where a GEMM
-/// operand (dy, w) or result (dw) is not stored row-major.
-template <class T, bool ToBuffer>
+/// operand (dy, w) or result (dw) is not stored row-major, and to convert 16-bit
+/// tensors to or from their float copies (S: the source's type, D: the destination's).
+template <class S, class D, bool ToBuffer>
 struct RowMajorCopy {
-  const T* src;
-  T* dst;
+  const S* src;
+  D* dst;
   std::int64_t s0, s1, s2, s3;  ///< the strided side's element strides
   std::int64_t e1, e2, e3;      ///< extents of dimensions 1..3
   std::int64_t n0;
@@ -67,20 +74,22 @@ struct RowMajorCopy {
     const std::int64_t i0 = n0 + rest / e1;
     const std::int64_t strided = i0 * s0 + i1 * s1 + i2 * s2 + i3 * s3;
     if constexpr (ToBuffer) {
-      dst[t] = src[strided];
+      dst[t] = D(to_compute(src[strided]));
     } else {
-      dst[strided] = src ? src[t] : T(0);  // no source: zero_fill
+      dst[strided] = src ? from_compute<D>(src[t]) : D(0);  // no source: zero_fill
     }
   }
 };
 
 /// Launches a RowMajorCopy of images [n0, n0 + count) of `v` (a rank-4 kernel View)
-/// into `buffer` (ToBuffer) or from it.
-template <bool ToBuffer, class ExecSpace, class View, class T>
-void row_major_copy(const ExecSpace& space, const char* label, const View& v, T* buffer,
+/// into `buffer` (ToBuffer) or from it; B: the buffer's element type (v's, or float).
+template <bool ToBuffer, class ExecSpace, class View, class B>
+void row_major_copy(const ExecSpace& space, const char* label, const View& v, B* buffer,
                     std::int64_t n0, std::int64_t count) {
+  using V = std::remove_const_t<typename View::value_type>;
   const std::int64_t e1 = v.extent(1), e2 = v.extent(2), e3 = v.extent(3);
-  RowMajorCopy<T, ToBuffer> f{};
+  using Copy = std::conditional_t<ToBuffer, RowMajorCopy<V, B, true>, RowMajorCopy<B, V, false>>;
+  Copy f{};
   if constexpr (ToBuffer) {
     f.src = v.data(), f.dst = buffer;
   } else {
@@ -98,7 +107,7 @@ void row_major_copy(const ExecSpace& space, const char* label, const View& v, T*
 /// fill a LayoutStride View).
 template <class ExecSpace, class T>
 void zero_fill(const ExecSpace& space, const kernel_output4_t<ExecSpace, T>& v) {
-  RowMajorCopy<T, false> f{};
+  RowMajorCopy<T, T, false> f{};
   f.s0 = v.stride(0), f.s1 = v.stride(1), f.s2 = v.stride(2), f.s3 = v.stride(3);
   f.e1 = v.extent(1), f.e2 = v.extent(2), f.e3 = v.extent(3), f.n0 = 0;
   f.src = nullptr, f.dst = v.data();
@@ -149,34 +158,38 @@ template <Layout L, class ExecSpace, class DYView, class WView, class DXView>
 void conv2d_backward_data_gemm(const ExecSpace& space, const DYView& dy, const WView& w,
                                const DXView& dx, const Conv2dProblem& pb) {
   using T = view_scalar_t<DXView>;
-  using Matrix = GemmMatrix<ExecSpace, T>;
-  using ConstMatrix = GemmMatrix<ExecSpace, const T>;
+  using G = accumulator_t<T>;  // the GEMMs' type: T, or float for 16-bit T (float copies)
+  constexpr bool convert = !std::is_same_v<G, T>;
+  using Matrix = GemmMatrix<ExecSpace, G>;
+  using ConstMatrix = GemmMatrix<ExecSpace, const G>;
   constexpr const char* op = "kcnn::conv2d_backward_data";
   const auto map = UnrollMap<L>::from(pb);
   const std::int64_t K = map.taps(), M = pb.M, PQ = map.pixels_per_image();
-  const bool pack_w = !is_row_major(w), pack_dy = !is_row_major(dy);
-  const std::size_t Tb = sizeof(T);
+  const bool pack_w = convert || !is_row_major(w), pack_dy = convert || !is_row_major(dy);
+  const std::size_t Gb = sizeof(G);
   const BackwardChunks plan =
-      plan_backward_chunks(op, pb, pack_w ? std::size_t(M * K) * Tb : 0,
-                           std::size_t(K * PQ) * Tb + (pack_dy ? std::size_t(M * PQ) * Tb : 0),
+      plan_backward_chunks(op, pb, pack_w ? std::size_t(M * K) * Gb : 0,
+                           std::size_t(K * PQ) * Gb + (pack_dy ? std::size_t(M * PQ) * Gb : 0),
                            pb.workspace_limit_bytes, runs_on_host_v<ExecSpace>);
 
   auto lease = WorkspaceCache<ExecSpace>::acquire(space, plan.workspace_bytes());
   unsigned char* base = lease.data();
-  const T* w_matrix = w.data();
+  const G* w_matrix = nullptr;
+  if constexpr (!convert) w_matrix = w.data();
   if (pack_w) {
-    T* packed = reinterpret_cast<T*>(base);
+    G* packed = reinterpret_cast<G*>(base);
     row_major_copy<true>(space, "kcnn::conv2d_backward::pack_weights", w, packed, 0, M);
     w_matrix = packed;
   }
-  T* cols = reinterpret_cast<T*>(base + plan.fixed_bytes);
-  T* dy_packed = cols + plan.images * K * PQ;
+  G* cols = reinterpret_cast<G*>(base + plan.fixed_bytes);
+  G* dy_packed = cols + plan.images * K * PQ;
   const ConstMatrix W(w_matrix, M, K);
-  const T one = 1, zero = 0;
+  const G one = 1, zero = 0;
 
   for (std::int64_t n0 = 0; n0 < pb.N; n0 += plan.images) {
     const std::int64_t n = std::min(plan.images, pb.N - n0);
-    const T* dy_chunk = dy.data() + n0 * M * PQ;  // row-major: images are consecutive
+    const G* dy_chunk = nullptr;
+    if constexpr (!convert) dy_chunk = dy.data() + n0 * M * PQ;  // row-major: images follow
     if (pack_dy) {
       row_major_copy<true>(space, "kcnn::conv2d_backward::pack_dy", dy, dy_packed, n0, n);
       dy_chunk = dy_packed;
@@ -208,17 +221,18 @@ struct BiasGradient {
   std::int64_t N, P, Q;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    using Acc = accumulator_t<T>;  // 16-bit: float sums, rounded once
     const std::int64_t m = team.league_rank();
-    T sum = 0;
+    Acc sum = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(team, N * P * Q),
-        [&](const std::int64_t t, T& acc) {
+        [&](const std::int64_t t, Acc& acc) {
           const std::int64_t q = t % Q, rest = t / Q;
           const std::int64_t p = rest % P, n = rest / P;
-          acc += at<L>(dy, n, m, p, q);
+          acc += to_compute(at<L>(dy, n, m, p, q));
         },
         sum);
-    Kokkos::single(Kokkos::PerTeam(team), [&] { dbias(m) = sum; });
+    Kokkos::single(Kokkos::PerTeam(team), [&] { dbias(m) = from_compute<T>(sum); });
   }
 };
 
@@ -238,17 +252,21 @@ template <Layout L, class ExecSpace, class XView, class DYView, class DWView, cl
 void conv2d_backward_weights_gemm(const ExecSpace& space, const XView& x, const DYView& dy,
                                   const DWView& dw, const DBView& dbias, const Conv2dProblem& pb) {
   using T = view_scalar_t<DWView>;
-  using Matrix = GemmMatrix<ExecSpace, T>;
-  using ConstMatrix = GemmMatrix<ExecSpace, const T>;
+  using G = accumulator_t<T>;  // the GEMMs' type: T, or float for 16-bit T (float copies)
+  constexpr bool convert = !std::is_same_v<G, T>;
+  using Matrix = GemmMatrix<ExecSpace, G>;
+  using ConstMatrix = GemmMatrix<ExecSpace, const G>;
   constexpr const char* op = "kcnn::conv2d_backward_weights";
   const auto map = UnrollMap<L>::from(pb);
   const std::int64_t K = map.taps(), M = pb.M, PQ = map.pixels_per_image();
-  const bool pack_dw = !is_row_major(dw), pack_dy = !is_row_major(dy);
-  const std::size_t Tb = sizeof(T);
+  const bool pack_dw = convert || !is_row_major(dw), pack_dy = convert || !is_row_major(dy);
+  const std::size_t Gb = sizeof(G);
+  // Per image: the unrolled x (converting: as stored, then its float copy) and dy's copy.
+  const std::size_t cols_bytes = std::size_t(K * PQ) * (Gb + (convert ? sizeof(T) : 0));
   // Planned (and so checked against the workspace limit) before anything is written.
   const BackwardChunks plan =
-      plan_backward_chunks(op, pb, pack_dw ? std::size_t(M * K) * Tb : 0,
-                           std::size_t(K * PQ) * Tb + (pack_dy ? std::size_t(M * PQ) * Tb : 0),
+      plan_backward_chunks(op, pb, pack_dw ? std::size_t(M * K) * Gb : 0,
+                           cols_bytes + (pack_dy ? std::size_t(M * PQ) * Gb : 0),
                            pb.workspace_limit_bytes, runs_on_host_v<ExecSpace>);
   if (pb.has_bias) conv2d_bias_gradient<L>(space, dy, dbias, pb);
   if (pb.N == 0) {  // the gradient of an empty batch is zero
@@ -258,33 +276,48 @@ void conv2d_backward_weights_gemm(const ExecSpace& space, const XView& x, const 
 
   auto lease = WorkspaceCache<ExecSpace>::acquire(space, plan.workspace_bytes());
   unsigned char* base = lease.data();
-  T* dw_matrix = pack_dw ? reinterpret_cast<T*>(base) : dw.data();
-  T* cols = reinterpret_cast<T*>(base + plan.fixed_bytes);
-  T* dy_packed = cols + plan.images * K * PQ;
+  G* dw_matrix = nullptr;
+  if constexpr (!convert) dw_matrix = dw.data();
+  if (pack_dw) dw_matrix = reinterpret_cast<G*>(base);
+  G* cols = reinterpret_cast<G*>(base + plan.fixed_bytes);
+  G* dy_packed = cols + plan.images * K * PQ;
+  // Converting: im2col writes x's values after dy's copy, then they are copied to float.
+  T* cols_stored = reinterpret_cast<T*>(dy_packed + plan.images * M * PQ);
   const Matrix dW(dw_matrix, M, K);
-  const T one = 1;
+  const G one = 1;
+  // The chunk's unrolled x as the GEMM's operand (converting: its float copy).
+  auto unroll = [&](const UnrolledStorage& cs, std::int64_t n0, std::int64_t n) {
+    if constexpr (convert) {
+      im2col_launch(space, map, x.data(), logical_strides<L>(x), cols_stored, cs, n0 * PQ, n * PQ);
+      Kokkos::parallel_for(
+          "kcnn::conv2d_backward::unrolled_to_float",
+          Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, n * K * PQ),
+          ConvertToCompute<T>{cols_stored, cols});
+    } else {
+      im2col_launch(space, map, x.data(), logical_strides<L>(x), cols, cs, n0 * PQ, n * PQ);
+    }
+  };
 
   for (std::int64_t n0 = 0; n0 < pb.N; n0 += plan.images) {
     const std::int64_t n = std::min(plan.images, pb.N - n0);
-    const T* dy_chunk = dy.data() + n0 * M * PQ;
+    const G* dy_chunk = nullptr;
+    if constexpr (!convert) dy_chunk = dy.data() + n0 * M * PQ;
     if (pack_dy) {
       row_major_copy<true>(space, "kcnn::conv2d_backward::pack_dy", dy, dy_packed, n0, n);
       dy_chunk = dy_packed;
     }
     if constexpr (L == Layout::NCHW) {
-      im2col_launch(space, map, x.data(), logical_strides<L>(x), cols,
-                    UnrolledStorage::nchw_image_blocks(K, PQ, n0), n0 * PQ, n * PQ);
+      unroll(UnrolledStorage::nchw_image_blocks(K, PQ, n0), n0, n);
       // dW (M, K) += dy_b (M, P*Q) * cols_b^T (P*Q, K); the first GEMM overwrites
       // (beta = 0: BLAS does not read dW then, so its old contents never matter)
       for (std::int64_t b = 0; b < n; ++b)
         gemm(space, "N", "T", one, ConstMatrix(dy_chunk + b * M * PQ, M, PQ),
-             ConstMatrix(cols + b * K * PQ, K, PQ), T(n0 + b == 0 ? 0 : 1), dW, gemm_math(pb.math));
+             ConstMatrix(cols + b * K * PQ, K, PQ), G(n0 + b == 0 ? 0 : 1), dW, gemm_math(pb.math));
     } else {
-      im2col_launch(space, map, x.data(), logical_strides<L>(x), cols,
-                    UnrolledStorage::nhwc_rows(K, PQ, n0 * PQ), n0 * PQ, n * PQ);
+      unroll(UnrolledStorage::nhwc_rows(K, PQ, n0 * PQ), n0, n);
       // dW (M, K) += dy^T (M, pixels) * cols (pixels, K)
       gemm(space, "T", "N", one, ConstMatrix(dy_chunk, n * PQ, M), ConstMatrix(cols, n * PQ, K),
-           T(n0 == 0 ? 0 : 1), dW, gemm_math(pb.math));
+           G(n0 == 0 ? 0 : 1), dW, gemm_math(pb.math));
     }
   }
   if (pack_dw)

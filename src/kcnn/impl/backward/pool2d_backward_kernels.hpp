@@ -57,25 +57,28 @@ struct Pool2dBackwardGather {
     const std::int64_t n = rest;
     const IndexRange ps = covering(h, g.window_h, g.stride_h, g.pad_h, P);
     const IndexRange qs = covering(w, g.window_w, g.stride_w, g.pad_w, Q);
-    T acc = 0;
+    // In the accumulator type (16-bit types: float, rounded once at the store); the
+    // maxima compare the converted values, which are exact.
+    using Acc = accumulator_t<T>;
+    Acc acc = 0;
     for (std::int64_t p = ps.begin; p < ps.end; ++p)
       for (std::int64_t q = qs.begin; q < qs.end; ++q) {
         const PoolWindow<std::int64_t> win = pool_window<std::int64_t>(g, H, W, p, q);
         if constexpr (Mode == PoolMode::Max) {
-          using Op = PoolReduce<PoolMode::Max, T>;
-          T best = Op::init();
+          using Op = PoolReduce<PoolMode::Max, Acc>;
+          Acc best = Op::init();
           std::int64_t best_h = win.h_begin, best_w = win.w_begin;
           for (std::int64_t wh = win.h_begin; wh < win.h_end; ++wh)
             for (std::int64_t ww = win.w_begin; ww < win.w_end; ++ww) {
-              const T v = at<L>(x, n, c, wh, ww);
+              const Acc v = to_compute(at<L>(x, n, c, wh, ww));
               if (Op::takes(best, v)) best = v, best_h = wh, best_w = ww;
             }
-          if (best_h == h && best_w == w) acc += at<L>(dy, n, c, p, q);
+          if (best_h == h && best_w == w) acc += to_compute(at<L>(dy, n, c, p, q));
         } else {
-          acc += at<L>(dy, n, c, p, q) / T(win.divisor);
+          acc += to_compute(at<L>(dy, n, c, p, q)) / Acc(win.divisor);
         }
       }
-    at<L>(dx, n, c, h, w) = acc;
+    at<L>(dx, n, c, h, w) = from_compute<T>(acc);
   }
 };
 

@@ -288,11 +288,13 @@ struct Im2colNhwcHost {
 // ---------------------------------------------------------------------------------
 
 /// GPU-shaped, both layouts: one thread per x element, enumerated in the layout's
-/// natural order (w fastest in NCHW, c fastest in NHWC) so that stores coalesce.
-template <Layout L, class I, class T>
+/// natural order (w fastest in NCHW, c fastest in NHWC) so that stores coalesce. The sum
+/// in the accumulator type, rounded once (16-bit types: float). Cols: the unrolled
+/// matrix's type (T, or float: a 16-bit backward pass's float gradient columns).
+template <Layout L, class I, class T, class Cols = T>
 struct Col2imDevice {
   UnrollMap<L> map;
-  const T* cols;
+  const Cols* cols;
   UnrolledStorage cs;
   T* x;
   LogicalStrides xs;
@@ -311,17 +313,17 @@ struct Col2imDevice {
       h = rest % H, rest /= H;
     }
     const std::int64_t n = std::int64_t(n0) + rest;
-    T acc = 0;
+    accumulator_t<T> acc = 0;
     for (std::int64_t r = 0; r < map.R; ++r) {
       const std::int64_t p = map.output_p(h, r);
       if (p < 0) continue;
       for (std::int64_t s = 0; s < map.S; ++s) {
         const std::int64_t q = map.output_q(w, s);
         if (q < 0) continue;
-        acc += cols[cs.offset(map.compose_k(c, r, s), n, p * map.Q + q)];
+        acc += to_compute(cols[cs.offset(map.compose_k(c, r, s), n, p * map.Q + q)]);
       }
     }
-    x[xs.offset(n, c, h, w)] = acc;
+    x[xs.offset(n, c, h, w)] = from_compute<T>(acc);
   }
 };
 
@@ -463,13 +465,15 @@ void im2col_launch(const ExecSpace& space, const UnrollMap<L>& map, const T* x,
 }
 
 /// Overwrites the images [n0, n0 + count) of x with the sum of their entries in the
-/// unrolled matrix `cols` (addressed by `cs`). Asynchronous on `space`.
-template <Layout L, class ExecSpace, class T>
-void col2im_launch(const ExecSpace& space, const UnrollMap<L>& map, const T* cols,
+/// unrolled matrix `cols` (addressed by `cs`). Asynchronous on `space`. 16-bit types run
+/// the gather kernel on hosts too: the host kernels add into x's rows, which would round
+/// at every addition.
+template <Layout L, class ExecSpace, class Cols, class T>
+void col2im_launch(const ExecSpace& space, const UnrollMap<L>& map, const Cols* cols,
                    const UnrolledStorage& cs, T* x, const LogicalStrides& xs, std::int64_t n0,
                    std::int64_t count, KernelVariant variant = KernelVariant::Auto) {
   if (count <= 0) return;
-  if constexpr (runs_on_host_v<ExecSpace>) {
+  if constexpr (runs_on_host_v<ExecSpace> && !is_16bit_storage_v<T> && std::is_same_v<Cols, T>) {
     if (variant == KernelVariant::Auto) {
       using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
       if constexpr (L == Layout::NCHW) {
@@ -488,7 +492,7 @@ void col2im_launch(const ExecSpace& space, const UnrollMap<L>& map, const T* col
     using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<I>>;
     Kokkos::parallel_for(L == Layout::NCHW ? "kcnn::col2im::nchw" : "kcnn::col2im::nhwc",
                          Policy(space, 0, I(total)),
-                         Col2imDevice<L, I, T>{map, cols, cs, x, xs, I(n0)});
+                         Col2imDevice<L, I, T, Cols>{map, cols, cs, x, xs, I(n0)});
   };
   if (variant != KernelVariant::Device64 && fits_int32(total) && fits_int32(n0 + count)) {
     launch(std::int32_t());
