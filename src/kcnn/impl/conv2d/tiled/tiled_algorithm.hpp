@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 #include "../../../types.hpp"
 #include "../../common/problem.hpp"
@@ -22,7 +23,15 @@ struct TiledAlgorithm {
   static std::size_t launch(const ExecSpace& space, const XView& x, const WView& w,
                             const BView& bias, const YView& y, const Conv2dProblem& pb,
                             LaunchMode mode) {
-    conv2d_tiled(space, x, w, bias, y, pb, TiledTuning{}, mode);
+    if constexpr (std::is_same_v<view_scalar_t<XView>, view_scalar_t<YView>>) {
+      conv2d_tiled(space, x, w, bias, y, pb, TiledTuning{}, mode);
+    } else {
+      // The two-pass pooling's float output for 16-bit x (dispatch.hpp compiles that
+      // branch for every descriptor): Tiled fuses every pooling, so it never gets here.
+      throw_if(true, "kcnn::conv2d_forward", "internal: ConvAlgo::Tiled handed an unpooled ",
+               ElementTraits<view_scalar_t<YView>>::name, " output for ",
+               ElementTraits<view_scalar_t<XView>>::name, " tensors");
+    }
     return 0;
   }
 };
