@@ -233,21 +233,36 @@ TEST(AlgoSelect, HeuristicRulesWithEveryAlgorithm) {
 // takes them: the bf16 LeNet stack 33 against 89 ms on the H100, session 16); Reference
 // where it cannot run. On the host the float rules apply (their algorithms refuse 16-bit
 // tensors, so Reference runs them).
+// 16-bit tensors on GPUs (TUNING.md, "GPU, 16-bit tensors"): Tiled for up to 16 filters
+// (LeNet), Im2colGemm (cublasGemmEx) from 4096 taps, TensorCoreGemm in between; where
+// TensorCoreGemm is missing, Im2colGemm.
 TEST(AlgoSelect, SixteenBitRules) {
   using kcnn::Impl::ElementKind;
+  using kcnn::Impl::HostIsa;
   const auto c64 = problem(64, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC);
+  const auto c256 = problem(64, 256, 14, 14, 256, 3, 3, 1, 1, Layout::NCHW);  // K = 2304
+  const auto c512 = problem(32, 512, 7, 7, 512, 3, 3, 1, 1, Layout::NHWC);    // K = 4608
   const auto lenet_c1 = problem(10000, 1, 86, 86, 4, 7, 7, 1, 0, Layout::NCHW);
+  const auto lenet_c3 = problem(10000, 4, 40, 40, 16, 7, 7, 1, 0, Layout::NHWC);
+  const auto m17 = problem(8, 4, 40, 40, 17, 7, 7, 1, 0, Layout::NHWC);
   for (ElementKind e : {ElementKind::Float16, ElementKind::BFloat16}) {
-    for (const auto& pb : {c64, lenet_c1}) {
-      const auto choice =
-          select_for(pb, Target::Device, kEverything, kcnn::Impl::HostIsa::Generic, e);
-      EXPECT_EQ(choice.algo, ConvAlgo::TensorCoreGemm);
-      EXPECT_STREQ(choice.reason, "device_16bit_tensor_cores");
-      EXPECT_EQ(select_for(pb, Target::Device, AlgoSet{ConvAlgo::Reference, ConvAlgo::Tiled},
-                           kcnn::Impl::HostIsa::Generic, e)
-                    .algo,
-                ConvAlgo::Reference);
+    auto pick = [&](const Conv2dProblem& pb, AlgoSet set = kEverything) {
+      return select_for(pb, Target::Device, set, HostIsa::Generic, e);
+    };
+    for (const auto& pb : {c64, c256, m17}) {
+      EXPECT_EQ(pick(pb).algo, ConvAlgo::TensorCoreGemm);
+      EXPECT_STREQ(pick(pb).reason, "device_16bit_tensor_cores");
+      EXPECT_EQ(pick(pb, AlgoSet{ConvAlgo::Reference, ConvAlgo::Tiled, ConvAlgo::Im2colGemm}).algo,
+                ConvAlgo::Im2colGemm);
     }
+    for (const auto& pb : {lenet_c1, lenet_c3}) {
+      EXPECT_EQ(pick(pb).algo, ConvAlgo::Tiled);
+      EXPECT_STREQ(pick(pb).reason, "device_16bit_few_filters");
+    }
+    EXPECT_EQ(pick(c512).algo, ConvAlgo::Im2colGemm);
+    EXPECT_STREQ(pick(c512).reason, "device_16bit_long_reduction");
+    EXPECT_EQ(pick(c512, AlgoSet{ConvAlgo::Reference, ConvAlgo::TensorCoreGemm}).algo,
+              ConvAlgo::TensorCoreGemm);
   }
 }
 

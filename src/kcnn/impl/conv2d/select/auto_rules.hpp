@@ -109,6 +109,11 @@ struct AlgoRule {
   std::vector<ConvAlgo> prefer;
 };
 
+/// Whether elements of this kind are 16-bit (half_t, kcnn::bfloat16).
+constexpr bool is_16bit(ElementKind e) {
+  return e == ElementKind::Float16 || e == ElementKind::BFloat16;
+}
+
 /// Length of the reduction each output element needs.
 inline std::int64_t reduction_length(const Conv2dProblem& pb) {
   return pb.C * pb.R * pb.S;
@@ -116,6 +121,15 @@ inline std::int64_t reduction_length(const Conv2dProblem& pb) {
 
 // Thresholds of the rules below. Each was placed by a measurement; the tables are in
 // TUNING.md (same folder), by rule and constant.
+
+/// GPU, 16-bit tensors: up to this many filters Tiled's direct kernel leads
+/// (TensorCoreGemm's 16-bit tiles hold 64 or 128 filters: LeNet's 4 and 16 fill them to
+/// 6-25%).
+inline constexpr std::int64_t kFewFilters16BitDevice = 16;
+/// GPU, 16-bit tensors: from this reduction length Im2colGemm (cuBLAS' 16-bit GEMM on
+/// the unrolled matrix) leads TensorCoreGemm (measured: 2304 taps TensorCoreGemm,
+/// 4608 Im2colGemm).
+inline constexpr std::int64_t kLongReduction16BitDevice = 4096;
 
 /// GPU: up to this many filters Tiled's direct kernel leads (ImplicitGemm's smallest
 /// tile holds 16 filters).
@@ -207,15 +221,23 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
   using C = const AutoContext&;
   constexpr Target D = Target::Device, H = Target::Host;
   static const std::vector<AlgoRule> rules = {
-      // --- GPUs, 16-bit tensors (half_t, kcnn::bfloat16): TensorCoreGemm's m16n8k16 for
-      // every layer where the build has tensor cores; the other algorithms take no 16-bit
-      // tensors yet, so Reference elsewhere --------------------------------------------
+      // --- GPUs, 16-bit tensors (half_t, kcnn::bfloat16): Tiled for few filters,
+      // Im2colGemm (cublasGemmEx) for long reductions, else TensorCoreGemm's m16n8k16;
+      // without tensor cores Im2colGemm, which led every ResNet layer among the others ----
+      {"device_16bit_few_filters",
+       D,
+       [](P pb, C c) { return is_16bit(c.element) && pb.M <= kFewFilters16BitDevice; },
+       {A::Tiled, A::TensorCoreGemm, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
+      {"device_16bit_long_reduction",
+       D,
+       [](P pb, C c) {
+         return is_16bit(c.element) && reduction_length(pb) >= kLongReduction16BitDevice;
+       },
+       {A::Im2colGemm, A::TensorCoreGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
       {"device_16bit_tensor_cores",
        D,
-       [](P, C c) {
-         return c.element == ElementKind::Float16 || c.element == ElementKind::BFloat16;
-       },
-       {A::TensorCoreGemm, A::Reference}},
+       [](P, C c) { return is_16bit(c.element); },
+       {A::TensorCoreGemm, A::Im2colGemm, A::Tiled, A::ImplicitGemm, A::Reference}},
       // --- GPUs, TF32 math modes: TensorCoreGemm where it leads (enough filters, short
       // enough reductions; the bounds per layout and mode above); elsewhere the strict rules
       // below, under which Im2colGemm's cuBLAS runs TF32 and leads the long reductions -----
