@@ -259,6 +259,15 @@ TEST(AlgoSelect, SixteenBitRules) {
       EXPECT_EQ(pick(pb).algo, ConvAlgo::Tiled);
       EXPECT_STREQ(pick(pb).reason, "device_16bit_few_filters");
     }
+    // CPUs: NCHW layers past the short reductions go to Im2colGemm's sgemm on float
+    // copies; the short ones (LeNet) stay with Tiled, as in float.
+    const auto host = [&](const Conv2dProblem& pb) {
+      return select_for(pb, Target::Host, kEverything, HostIsa::Generic, e);
+    };
+    EXPECT_EQ(host(problem(64, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NCHW)).algo,
+              ConvAlgo::Im2colGemm);
+    EXPECT_STREQ(host(c256).reason, "host_16bit_nchw_gemm");
+    EXPECT_EQ(host(lenet_c1).algo, ConvAlgo::Tiled);
     EXPECT_EQ(pick(c512).algo, ConvAlgo::Im2colGemm);
     EXPECT_STREQ(pick(c512).reason, "device_16bit_long_reduction");
     EXPECT_EQ(pick(c512, AlgoSet{ConvAlgo::Reference, ConvAlgo::TensorCoreGemm}).algo,
