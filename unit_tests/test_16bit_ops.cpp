@@ -74,7 +74,7 @@ void check_conv(const Space& space, const ConvCase& c, kcnn::ConvAlgo algo) {
   const auto xv = to_host(x), wv = to_host(w), bv = to_host(bias);
   const auto ye = c.y_extents();
   Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
-  poison16(y);
+  poison(y);
   auto params = c.params();
   params.algo = algo;
   const bool takes = takes_16bit<T, Space>(algo, params.math);
@@ -238,7 +238,7 @@ void run_find_best_algo_case() {
   const auto& bias = in.bias;
   const auto ye = c.y_extents();
   Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
-  poison16(y);
+  poison(y);
   kcnn::FindAlgoOptions options;
   options.repetitions = 1;
   options.reuse_cached = false;
@@ -304,7 +304,7 @@ void run_fused_cases() {
           for (auto algo : {kcnn::ConvAlgo::Reference, kcnn::ConvAlgo::Auto, kcnn::ConvAlgo::Tiled,
                             kcnn::ConvAlgo::ImplicitGemm, kcnn::ConvAlgo::Im2colGemm}) {
             SCOPED_TRACE(kcnn::to_string(algo));
-            poison16(y);
+            poison(y);
             auto params = c.params();
             params.algo = algo;
             params.pool = pc.params();
@@ -362,7 +362,7 @@ void run_pool_cases() {
         const auto xv = to_host(x), bv = to_host(bias);
         const auto ye = pc.y_extents();
         Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
-        poison16(y);
+        poison(y);
         auto params = pc.params();
         kcnn::pool2d_forward(space, x, bias, y, params);
         space.fence();
@@ -409,7 +409,7 @@ void run_im2col_cases() {
     const bool nhwc = c.nhwc();
     Matrix cols("cols", nhwc ? J : K, nhwc ? K : J);
     FloatMatrix cols_float("cols_float", nhwc ? J : K, nhwc ? K : J);
-    poison16(cols);
+    poison(cols);
     kcnn::im2col(space, x, c.R, c.S, c.params(), cols);
     kcnn::im2col(space, x_float, c.R, c.S, c.params(), cols_float);
     space.fence();
@@ -461,7 +461,7 @@ void run_col2im_cases() {
         Tensor4<T, Space> x("x", xe[0], xe[1], xe[2], xe[3]);
         Tensor4<float, Space> x_float("x_float", xe[0], xe[1], xe[2], xe[3]);
         Tensor4<float, Space> x_magnitude("x_magnitude", xe[0], xe[1], xe[2], xe[3]);
-        poison16(x);
+        poison(x);
         kcnn::col2im(space, cols, c.R, c.S, c.params(), x);
         kcnn::col2im(space, cols_float, c.R, c.S, c.params(), x_float);
         kcnn::col2im(space, cols_magnitude, c.R, c.S, c.params(), x_magnitude);
@@ -497,7 +497,7 @@ void run_activation_backward_cases() {
     const auto dy = make_tensor<T, Space>("dy", shape.x_extents(), random_values(yv.size(), 9));
     const auto ye = shape.x_extents();
     Tensor4<T, Space> dx("dx", ye[0], ye[1], ye[2], ye[3]);
-    poison16(dx);
+    poison(dx);
     kcnn::activation_backward(space, act, y, dy, dx);
     space.fence();
     const auto yr = to_host(y), dyr = to_host(dy);

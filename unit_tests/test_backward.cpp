@@ -148,6 +148,27 @@ std::vector<ConvParam> conv_params() {
 
 class Conv2dBackward : public ::testing::TestWithParam<ConvParam> {};
 
+/// Both backward convolutions of case c, with the default workspace and with a budget of
+/// `one_image` bytes (about one image per chunk, so that the batch runs in several
+/// chunks), each time on poisoned outputs; check(dx, dw, dbias) compares the host copies.
+template <class Space, class X, class DX, class DW, class DB, class Check>
+void run_backward_with_limits(const Space& space, const ConvCase& c, const X& x, const X& w,
+                              const X& dy, const DX& dx, const DW& dw, const DB& db,
+                              std::size_t one_image, Check&& check) {
+  for (std::size_t limit : {std::size_t(0), one_image}) {
+    SCOPED_TRACE("workspace limit " + std::to_string(limit));
+    kcnn::Conv2dParams params = c.params();
+    params.workspace_limit_bytes = limit;
+    poison(dx);
+    poison(dw);
+    poison(db);
+    kcnn::conv2d_backward_data(space, dy, w, dx, params);
+    kcnn::conv2d_backward_weights(space, x, dy, dw, db, params);
+    space.fence();
+    check(to_host(dx), to_host(dw), to_host(db));
+  }
+}
+
 /// Runs both backward convolutions of case c in T, with the default workspace and with
 /// a budget of about one image (so that the batch is processed in several chunks), and
 /// compares them with the host gradients.
@@ -173,20 +194,12 @@ void check_conv_backward(const Space& space, const ConvCase& c) {
   const std::size_t K = std::size_t(c.C) * c.R * c.S, PQ = std::size_t(c.P()) * c.Q();
   // Room for one image's unrolled matrix (plus alignment): one image per chunk.
   const std::size_t one_image = K * PQ * sizeof(T) + 1024;
-  for (std::size_t limit : {std::size_t(0), one_image}) {
-    SCOPED_TRACE("workspace limit " + std::to_string(limit));
-    kcnn::Conv2dParams params = c.params();
-    params.workspace_limit_bytes = limit;
-    poison(dx);
-    poison(dw);
-    poison(db);
-    kcnn::conv2d_backward_data(space, dy, w, dx, params);
-    kcnn::conv2d_backward_weights(space, x, dy, dw, db, params);
-    space.fence();
-    EXPECT_LE(relative_error(to_host(dx), want_dx), tolerance<T>()) << "dx";
-    EXPECT_LE(relative_error(to_host(dw), want_dw), tolerance<T>()) << "dw";
-    EXPECT_LE(relative_error(to_host(db), want_db), tolerance<T>()) << "dbias";
-  }
+  run_backward_with_limits(space, c, x, w, dy, dx, dw, db, one_image,
+                           [&](const auto& got_dx, const auto& got_dw, const auto& got_db) {
+                             EXPECT_LE(relative_error(got_dx, want_dx), tolerance<T>()) << "dx";
+                             EXPECT_LE(relative_error(got_dw, want_dw), tolerance<T>()) << "dw";
+                             EXPECT_LE(relative_error(got_db, want_db), tolerance<T>()) << "dbias";
+                           });
 
   if constexpr (std::is_same_v<T, double>) {
     // Adjoint identities with kcnn's own forward: <conv(x, w), g> = <x, dx(g)> = <w, dw(x, g)>.
@@ -273,29 +286,22 @@ void check_conv_backward_16bit(const Space& space, const ConvCase& c) {
   // float dy: about one image per chunk.
   const std::size_t one_image = c.M * K * 4 + K * PQ * 6 + c.M * PQ * 4 + 4096;
   const double pixels = double(c.N) * c.P() * c.Q();
-  for (std::size_t limit : {std::size_t(0), one_image}) {
-    SCOPED_TRACE("workspace limit " + std::to_string(limit));
-    kcnn::Conv2dParams params = c.params();
-    params.workspace_limit_bytes = limit;
-    poison16(dx);
-    poison16(dw);
-    poison16(db);
-    kcnn::conv2d_backward_data(space, dy, w, dx, params);
-    kcnn::conv2d_backward_weights(space, x, dy, dw, db, params);
-    space.fence();
-    {
-      SCOPED_TRACE("dx");
-      expect_within_16bit_bound<T>(to_host(dx), want_dx, scale_dx, double(c.M) * c.R * c.S);
-    }
-    {
-      SCOPED_TRACE("dw");
-      expect_within_16bit_bound<T>(to_host(dw), want_dw, scale_dw, pixels);
-    }
-    {
-      SCOPED_TRACE("dbias");
-      expect_within_16bit_bound<T>(to_host(db), want_db, scale_db, pixels);
-    }
-  }
+  run_backward_with_limits(space, c, x, w, dy, dx, dw, db, one_image,
+                           [&](const auto& got_dx, const auto& got_dw, const auto& got_db) {
+                             {
+                               SCOPED_TRACE("dx");
+                               expect_within_16bit_bound<T>(got_dx, want_dx, scale_dx,
+                                                            double(c.M) * c.R * c.S);
+                             }
+                             {
+                               SCOPED_TRACE("dw");
+                               expect_within_16bit_bound<T>(got_dw, want_dw, scale_dw, pixels);
+                             }
+                             {
+                               SCOPED_TRACE("dbias");
+                               expect_within_16bit_bound<T>(got_db, want_db, scale_db, pixels);
+                             }
+                           });
 }
 
 TEST_P(Conv2dBackward, SixteenBitWithinTheRoundingBound) {
@@ -532,7 +538,7 @@ void check_pool_backward_16bit(const Space& space, const PoolCase& c, bool ties)
   const auto xv = to_host(x), dyv = to_host(dy);  // the rounded values
   Tensor4<T, Space> dx("dx", c.x_extents()[0], c.x_extents()[1], c.x_extents()[2],
                        c.x_extents()[3]);
-  poison16(dx);
+  poison(dx);
   kcnn::pool2d_backward(space, x, dy, dx, c.params());
   space.fence();
   expect_within_16bit_bound<T>(to_host(dx), host_pool_backward(c, xv, dyv),

@@ -290,7 +290,12 @@ std::vector<double> to_host(const View& v) {
 /// Fills a View with NaN so that unwritten outputs cannot pass a comparison.
 template <class View>
 void poison(const View& v) {
-  Kokkos::deep_copy(v, std::numeric_limits<typename View::value_type>::quiet_NaN());
+  using T = typename View::non_const_value_type;
+  if constexpr (std::is_floating_point_v<T>) {
+    Kokkos::deep_copy(v, std::numeric_limits<T>::quiet_NaN());
+  } else {  // the 16-bit types: std::numeric_limits knows none of them
+    Kokkos::deep_copy(v, T(std::numeric_limits<float>::quiet_NaN()));
+  }
 }
 
 /// The project's fp32 rule: error relative to the output's magnitude.
@@ -597,13 +602,6 @@ double unit_roundoff() {
   if constexpr (sizeof(T) == 4) return std::ldexp(1.0, -24);
   if constexpr (std::is_same_v<T, kcnn::bfloat16>) return std::ldexp(1.0, -8);
   return std::ldexp(1.0, -11);
-}
-
-/// Fills a 16-bit View with NaN (std::numeric_limits knows no 16-bit type).
-template <class View>
-void poison16(const View& v) {
-  using T = typename View::value_type;
-  Kokkos::deep_copy(v, T(std::numeric_limits<float>::quiet_NaN()));
 }
 
 /// Compares elementwise with the bound above; `scale[i]` is S for output i

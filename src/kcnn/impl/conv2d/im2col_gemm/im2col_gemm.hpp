@@ -129,7 +129,6 @@ struct Im2colGemmOperandBytes {
   std::size_t storage;   ///< x, w, y and the unrolled matrix as im2col writes it
   std::size_t gemm_in;   ///< the GEMM's A and B
   std::size_t gemm_out;  ///< the GEMM's C
-  static constexpr Im2colGemmOperandBytes all(std::size_t bytes) { return {bytes, bytes, bytes}; }
   constexpr bool converts_operands() const { return gemm_in != storage; }
   constexpr bool float_result() const { return gemm_out != storage; }
 };
