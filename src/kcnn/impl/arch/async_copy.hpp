@@ -56,15 +56,46 @@ KOKKOS_FORCEINLINE_FUNCTION void scratch_copies_wait() {
 #endif
 }
 
+/// The shared-window address of level-0 team scratch `p` (sm_80 on; 0 elsewhere): kernels
+/// that issue many copies or fragment loads into one buffer form this once and add
+/// offsets, instead of converting a generic pointer per instruction.
+KOKKOS_FORCEINLINE_FUNCTION std::uint32_t scratch_address(const void* p) {
+#if defined(KCNN_ASYNC_SCRATCH_COPY)
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+#else
+  (void)p;
+  return 0;
+#endif
+}
+
+/// scratch_copy_async_16 to the scratch at shared-window address `dst` (scratch_address).
+/// Only on sm_80 and newer: callers keep a generic pointer path for other targets.
+/// ThroughL1: cp.async.ca, which keeps the 16 bytes in L1 as well, for data that other
+/// copies of the same team read again soon (an implicit GEMM's neighbouring filter taps
+/// gather shifted copies of the same input rows); else .cg (L2 only).
+template <bool ThroughL1 = false>
+KOKKOS_FORCEINLINE_FUNCTION void scratch_copy_async_16_at(std::uint32_t dst, const void* src,
+                                                          bool valid) {
+#if defined(KCNN_ASYNC_SCRATCH_COPY)
+  const int src_bytes = valid ? 16 : 0;
+  if constexpr (ThroughL1) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(src_bytes));
+  } else {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(src_bytes));
+  }
+#else
+  (void)dst, (void)src, (void)valid;
+#endif
+}
+
 /// Copies 16 bytes, src to dst (both 16-byte aligned), or zeros when !valid, possibly
 /// still in flight on return (sm_80 on: cp.async.cg, which bypasses L1: each 16 bytes
 /// staged once per team). Elsewhere a plain copy.
 KOKKOS_FORCEINLINE_FUNCTION void scratch_copy_async_16(void* dst, const void* src, bool valid) {
 #if defined(KCNN_ASYNC_SCRATCH_COPY)
-  const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  const int src_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared), "l"(src),
-               "r"(src_bytes));
+  scratch_copy_async_16_at(scratch_address(dst), src, valid);
 #else
   struct alignas(16) Bytes16 {
     unsigned char b[16];

@@ -174,13 +174,21 @@ KOKKOS_FORCEINLINE_FUNCTION void mma_m16n8k16(float (&d)[4], const std::uint32_t
 /// Four 8 x 8 matrices of 16-bit elements from team scratch (ldmatrix .x4): lanes 8q..8q+7
 /// give the addresses of matrix q's rows 0..7 (16 bytes each, 16-byte aligned); lane
 /// (g = lane / 4, t = lane % 4) receives in r[q] row g, elements 2t and 2t + 1 of matrix
-/// q: an m16n8k16 fragment's register (B: rows are the columns n, k contiguous).
-KOKKOS_FORCEINLINE_FUNCTION void ldmatrix_x4(std::uint32_t (&r)[4], const void* row) {
+/// q: an m16n8k16 fragment's register (B: rows are the columns n, k contiguous). `row`:
+/// the lane's row as a shared-window address (scratch_address).
+KOKKOS_FORCEINLINE_FUNCTION void ldmatrix_x4_at(std::uint32_t (&r)[4], std::uint32_t row) {
 #if defined(KCNN_ARCH_MMA_SM80)
-  const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(row));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(shared));
+               : "r"(row));
+#else
+  (void)r, (void)row;
+#endif
+}
+/// ldmatrix_x4_at with a generic pointer to the lane's row.
+KOKKOS_FORCEINLINE_FUNCTION void ldmatrix_x4(std::uint32_t (&r)[4], const void* row) {
+#if defined(KCNN_ARCH_MMA_SM80)
+  ldmatrix_x4_at(r, static_cast<std::uint32_t>(__cvta_generic_to_shared(row)));
 #else
   (void)r, (void)row;
 #endif
