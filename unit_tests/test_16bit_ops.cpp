@@ -168,6 +168,13 @@ std::vector<ConvCase> tensor_core_16bit_edges() {
       {"tc16_split_k_uneven", 2, 130, 5, 7, 33, 3, 3, 1, 1, 1, 1},
       {"tc16_split_k_vec", 1, 128, 4, 5, 40, 3, 3, 1, 1, 1, 1},
       {"tc16_c24_k216_vec", 3, 24, 10, 7, 96, 3, 3, 1, 1, 1, 1},
+      // Channel runs (C a multiple of 32): odd pixel and filter counts, strides, dilation,
+      // 1x1, 5x5 with K split unevenly, 7x7 stride 3 with one filter tile of 8.
+      {"tc16_runs_c32_m40", 3, 32, 13, 13, 40, 3, 3, 1, 1, 1, 1},
+      {"tc16_runs_strided_dilated", 2, 64, 17, 11, 24, 3, 3, 2, 3, 2, 2, 2, 2},
+      {"tc16_runs_1x1_m130", 3, 64, 7, 5, 130, 1, 1},
+      {"tc16_runs_5x5_split_k", 1, 160, 6, 7, 66, 5, 5, 1, 1, 2, 2},
+      {"tc16_runs_7x7_stride3_m8", 2, 32, 19, 23, 8, 7, 7, 3, 3, 3, 3},
   };
 }
 
@@ -193,22 +200,35 @@ void run_tensor_core_cases() {
         c.activation = i % 3 == 0 ? kcnn::Activation::ReLU : kcnn::Activation::Identity;
         ++i;
         const std::int64_t K = std::int64_t(c.C) * c.R * c.S;
+        // Channel runs read w packed (M, R, S, C): NCHW stages w too, and nothing is packed.
+        const bool runs = c.C % 32 == 0;
         I::ChannelsLastStaging<T> staging;
         staging.N = c.N, staging.C = c.C, staging.H = c.H, staging.W = c.W;
         staging.M = c.M, staging.R = c.R, staging.S = c.S;
+        staging.copy_w = runs;
         const std::size_t pack =
-            I::with_tensor_core_tile<T, kcnn::Layout::NHWC>(c.M, [&](auto tile) {
+            runs ? 0 : I::with_tensor_core_tile<T, kcnn::Layout::NHWC>(c.M, [&](auto tile) {
               return I::tensor_core_pack_bytes<decltype(tile), I::tensor_core_16bit_math_v<T>>(c.M,
                                                                                                K);
             });
         const bool stages = layout == kcnn::Layout::NCHW && c.R * c.S > 1 && c.C % 8 == 0;
+        // Without room for the copies the NCHW kernel runs, which packs its weights: a
+        // limit below the copies must leave room for that packing.
+        const std::size_t nchw_pack =
+            I::with_tensor_core_tile<T, kcnn::Layout::NCHW>(c.M, [&](auto tile) {
+              return I::tensor_core_pack_bytes<decltype(tile), I::tensor_core_16bit_math_v<T>>(c.M,
+                                                                                               K);
+            });
         for (bool room : {true, false}) {
-          if (!room && !stages) continue;
+          if (!room && (!stages || nchw_pack >= staging.bytes() + pack)) continue;
           SCOPED_TRACE(room ? "room for the channels-last copy" : "no room for the copy");
           c.workspace_limit_bytes = room ? 0 : staging.bytes() + pack - 1;
           const LaunchedKernels launched;
           check_conv<T>(space, c, kcnn::ConvAlgo::TensorCoreGemm);
-          EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core::x_channels_last"), room && stages);
+          const bool staged = room && stages;
+          EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core::x_channels_last"), staged);
+          EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_channel_runs"),
+                    runs && (layout == kcnn::Layout::NHWC || staged));
         }
       }
   }

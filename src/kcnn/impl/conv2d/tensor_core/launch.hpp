@@ -20,6 +20,7 @@
 #include "../../common/workspace_cache.hpp"
 #include "../implicit_gemm/operands.hpp"
 #include "../implicit_gemm/tile_choice.hpp"
+#include "channel_run_kernel.hpp"
 #include "channels_last.hpp"
 #include "device_kernel.hpp"
 #include "packed_weights.hpp"
@@ -71,7 +72,8 @@ struct ChannelsLastStaging {
   const T* w = nullptr;
   LogicalStrides ws;
   std::int64_t N = 0, C = 0, H = 0, W = 0, M = 0, R = 0, S = 0;
-  bool copy_w = false;  ///< double: w reordered too, for the 16-byte A copies
+  /// w reordered too: double's 16-byte A copies, 16-bit channel runs' (M, R, S, C) rows
+  bool copy_w = false;
 
   std::size_t x_bytes() const { return align_up(sizeof(T) * std::size_t(N * C * H * W)); }
   std::size_t w_bytes() const {
@@ -296,6 +298,81 @@ std::size_t with_tensor_core_tile(std::int64_t M, const F& f) {
   }
 }
 
+/// Whether a 16-bit problem's stages can be channel runs (channel_run_kernel.hpp): C a
+/// multiple of the 32 taps of a stage. NCHW calls then stage w channels-last too.
+template <class T>
+bool tensor_core_channel_runs_fit(const Conv2dProblem& pb) {
+  return is_16bit_storage_v<T> && pb.C % TensorCoreScratchRows<T>::BK == 0;
+}
+
+/// Whether NHWC operands `o` run the channel-run kernel: channel runs fit, both operands
+/// take 16-byte copies (`vec`: x's channels contiguous, w packed (M, R, S, C), both
+/// aligned), no fused pooling columns.
+template <class T, class Y>
+bool tensor_core_runs_channels(const ImplicitGemmOperands<Layout::NHWC, T, Y>& o,
+                               const Conv2dProblem& pb, TensorCoreVectorGathers vec) {
+  return tensor_core_channel_runs_fit<T>(pb) && vec.a && vec.b && !o.pooling.enabled;
+}
+
+/// The channel-run kernel on tile `Tile` (TensorCoreRunTile): K split as
+/// tensor_core_split_plan decides for the tile's filter-major view; workspace [staged
+/// copies][partial sums] within `limit`; returns its bytes.
+template <class Tile, TensorCoreMath Math, class ExecSpace, class T, class Y>
+std::size_t tensor_core_launch_channel_runs_tile(const ExecSpace& space,
+                                                 ImplicitGemmOperands<Layout::NHWC, T, Y> o,
+                                                 std::size_t limit, LaunchMode mode,
+                                                 const ChannelsLastStaging<T>* staging) {
+  using Kernel = TensorCoreChannelRunKernel<Tile, Math, ExecSpace, Y>;
+  using Policy = BoundedTeamPolicy<ExecSpace, Tile::threads, Tile::min_teams_per_sm>;
+  constexpr const char* op = "kcnn::conv2d_forward";
+  const std::size_t staged_bytes = staging ? staging->bytes() : 0;
+  throw_if(staged_bytes > limit, op, kTensorCoreAlgoName, ": the channels-last copies take ",
+           staged_bytes, " bytes of workspace, more than the limit of ", limit,
+           " (Conv2dParams::workspace_limit_bytes, kcnn::set_workspace_limit)");
+  const TensorCoreSplitPlan split = tensor_core_split_plan<typename Tile::GemmView>(
+      o, multiprocessor_count(space), limit - staged_bytes);
+  const std::size_t bytes = staged_bytes + split.partial_bytes;
+  const std::int64_t f_blocks = (o.M + Tile::BF - 1) / Tile::BF;
+  const std::int64_t league = f_blocks * ((o.J + Tile::BP - 1) / Tile::BP) * split.k_slices;
+  throw_if(league > std::numeric_limits<int>::max(), op, kTensorCoreAlgoName, ": ", league,
+           " tiles exceed the launch limit; split the batch");
+  throw_if(Kernel::scratch_bytes() > static_cast<std::size_t>(Policy::scratch_size_max(0)), op,
+           "internal: ", kTensorCoreAlgoName, " tile needs ", Kernel::scratch_bytes(),
+           " bytes of team scratch, more than the backend's ", Policy::scratch_size_max(0));
+  if (mode == LaunchMode::Check) return bytes;
+  auto lease = WorkspaceCache<ExecSpace>::acquire(space, bytes);
+  if (staging) staging->run(space, lease.data(), o);
+  using Acc = accumulator_t<T>;
+  Acc* const partial =
+      split.k_slices > 1 ? reinterpret_cast<Acc*>(lease.data() + staged_bytes) : nullptr;
+  constexpr std::int64_t per_vector = 16 / sizeof(Y);
+  auto whole = [&](std::int64_t v) { return v % per_vector == 0; };
+  const bool y_vectors = o.ys.c == 1 && whole(o.ys.w) && whole(o.ys.h) && whole(o.ys.n) &&
+                         reinterpret_cast<std::uintptr_t>(o.y) % 16 == 0;
+  Policy policy(space, static_cast<int>(league), Tile::threads);
+  Kokkos::parallel_for("kcnn::conv2d::tensor_core_channel_runs",
+                       policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes())),
+                       Kernel{o, static_cast<int>(f_blocks), split.k_slices, split.steps_per_slice,
+                              partial, y_vectors});
+  if (split.k_slices > 1)
+    Kokkos::parallel_for(
+        "kcnn::conv2d::tensor_core_split_k_reduce",
+        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0,
+                                                                        std::int64_t(o.M) * o.J),
+        SplitKReduce<Layout::NHWC, T, Kernel::partial_j_major, Y>{o, partial, split.k_slices});
+  return bytes;
+}
+
+/// The channel-run kernel on its tile (TensorCoreTiles::Runs).
+template <TensorCoreMath Math, class ExecSpace, class T, class Y>
+std::size_t tensor_core_launch_channel_runs(const ExecSpace& space,
+                                            const ImplicitGemmOperands<Layout::NHWC, T, Y>& o,
+                                            std::size_t limit, LaunchMode mode,
+                                            const ChannelsLastStaging<T>* staging) {
+  return tensor_core_launch_channel_runs_tile<TensorCoreTiles::Runs<T>, Math>(space, o, limit, mode,
+                                                                              staging);
+}
+
 /// Launches operands `o` (layout L) under arithmetic Math on its tile.
 template <TensorCoreMath Math, Layout L, class ExecSpace, class T, class Y>
 std::size_t tensor_core_launch_math(const ExecSpace& space, const ImplicitGemmOperands<L, T, Y>& o,
@@ -315,8 +392,12 @@ std::size_t tensor_core_launch_operands(const ExecSpace& space,
   if constexpr (std::is_same_v<T, double>) {
     return tensor_core_launch_math<TensorCoreMath::F64>(space, o, vec, limit, mode, staging);
   } else if constexpr (is_16bit_storage_v<T>) {
-    return tensor_core_launch_math<tensor_core_16bit_math_v<T>>(space, o, vec, limit, mode,
-                                                                staging);
+    constexpr TensorCoreMath math = tensor_core_16bit_math_v<T>;
+    if constexpr (L == Layout::NHWC) {
+      if (tensor_core_runs_channels(o, pb, vec))
+        return tensor_core_launch_channel_runs<math>(space, o, limit, mode, staging);
+    }
+    return tensor_core_launch_math<math>(space, o, vec, limit, mode, staging);
   } else {
     if (pb.math == MathMode::TF32x3)
       return tensor_core_launch_math<TensorCoreMath::TF32x3>(space, o, vec, limit, mode, staging);
@@ -347,12 +428,17 @@ std::size_t tensor_core_launch_nchw(const ExecSpace& space,
   staging.x = o.x, staging.xs = o.xs, staging.w = o.w, staging.ws = o.ws;
   staging.N = pb.N, staging.C = pb.C, staging.H = pb.H, staging.W = pb.W;
   staging.M = pb.M, staging.R = pb.R, staging.S = pb.S;
-  staging.copy_w = std::is_same_v<T, double>;
+  // double: w reordered for the 16-byte A copies; 16-bit channel runs read w packed
+  // (M, R, S, C).
+  const bool runs = tensor_core_channel_runs_fit<T>(pb);
+  staging.copy_w = std::is_same_v<T, double> || runs;
   constexpr TensorCoreMath packing = std::is_same_v<T, double> ? TensorCoreMath::F64
                                      : is_16bit_storage_v<T>   ? tensor_core_16bit_math_v<T>
                                                                : TensorCoreMath::TF32;
-  const std::size_t pack_bytes = with_tensor_core_tile<T, Layout::NHWC>(
-      pb.M, [&](auto tile) { return tensor_core_pack_bytes<decltype(tile), packing>(o.M, o.K); });
+  const std::size_t pack_bytes =
+      runs ? 0 : with_tensor_core_tile<T, Layout::NHWC>(pb.M, [&](auto tile) {
+        return tensor_core_pack_bytes<decltype(tile), packing>(o.M, o.K);
+      });
   if (tensor_core_stages_channels_last<T>(pb) && staging.fits_launch() &&
       staging.bytes() + pack_bytes <= pb.workspace_limit_bytes) {
     // The copies are packed NHWC in an aligned workspace and C is a multiple of a
@@ -369,10 +455,13 @@ std::size_t tensor_core_launch_nchw(const ExecSpace& space,
 /// sm_80 tensor cores; float tensors with MathMode::TF32 or ::TF32x3 (Strict float is
 /// the other algorithms' work), double tensors (IEEE fp64 products), half_t and
 /// kcnn::bfloat16 tensors (exact products, float sums, one rounding at the store).
+/// 16-bit tensors whose channel count is a multiple of 32 run the channel-run kernel
+/// (channel_run_kernel.hpp); other 16-bit tensors the generic one.
 /// Returns the workspace bytes (within pb.workspace_limit_bytes): NCHW's channels-last
-/// copy of x where it is staged, the packed weights of float and 16-bit (M rounded up to
-/// the block tile, K to 16 taps (float) or 32 (16-bit)) and, where K is split, the
-/// slices' partial sums (slices x M x N*P*Q accumulators).
+/// copy of x where it is staged (and of w: double, 16-bit channel runs), the packed
+/// weights of float and of 16-bit outside channel runs (M rounded up to the block tile, K
+/// to 16 taps (float) or 32 (16-bit)) and, where K is split, the slices' partial sums
+/// (slices x M x N*P*Q accumulators).
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 std::size_t conv2d_tensor_core(const ExecSpace& space, const XView& x, const WView& w,
                                const BView& bias, const YView& y, const Conv2dProblem& pb,

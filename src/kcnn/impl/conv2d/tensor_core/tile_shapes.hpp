@@ -52,34 +52,54 @@ constexpr bool is_16bit_math(TensorCoreMath math) {
   return math == TensorCoreMath::F16 || math == TensorCoreMath::BF16;
 }
 
-/// A block tile of the GEMM view: BM filters x BN output pixels per team, K consumed
-/// BK taps per pipeline stage, WarpsM x WarpsN warps each computing a
-/// (BM / WarpsM) x (BN / WarpsN) warp tile, Stages scratch buffers in flight.
-///
-/// Scratch rows (BM of A, BN of B per stage) hold BK taps in 64 bytes: four 16-byte
-/// chunks, so one 16-byte load gives a lane its fragment elements of two MMA k-steps
-/// (TF32: BK = 16, fp64: BK = 8; 16-bit: BK = 32, one chunk per k-step and lane
-/// quarter, read by ldmatrix). Chunk c of row r sits at chunk c ^ ((r / 2) % 4): the
-/// 8 lanes of a 16-byte load phase (rows g, g + 1 of chunks 0..3) read 128 distinct
-/// bytes, and so do the 4-byte copies of 8 pixels x 4 taps that NCHW's gathers write
-/// (no padding, so more stages fit the scratch).
-template <class T, int BM_, int BN_, int WarpsM_, int WarpsN_, int Stages_, int MinTeams_>
-struct TensorCoreTile {
-  using element = T;
-  static constexpr int BM = BM_, BN = BN_, WarpsM = WarpsM_, WarpsN = WarpsN_;
+/// The scratch rows of the tensor-core kernels' operand tiles: each holds BK taps in 64 bytes: four
+/// 16-byte chunks, so one 16-byte load gives a lane its fragment elements of two MMA k-steps (TF32:
+/// BK = 16, fp64: BK = 8; 16-bit: BK = 32, one chunk per k-step and lane quarter, read by
+/// ldmatrix). Chunk c of row r sits at chunk c ^ ((r / 2) % 4): the 8 lanes of a 16-byte load phase
+/// (rows g, g + 1 of chunks 0..3) read 128 distinct bytes, and so do the 4-byte copies of 8 pixels
+/// x 4 taps that NCHW's gathers write (no padding, so more stages fit the scratch).
+template <class T>
+struct TensorCoreScratchRows {
   static constexpr int row_bytes = 64;
   static constexpr int BK = row_bytes / static_cast<int>(sizeof(T));
   static constexpr int chunk = vector_elements_v<T>;  ///< elements per 16-byte chunk
-  static constexpr int Stages = Stages_;
-  static constexpr int threads = 32 * WarpsM * WarpsN;
-  static constexpr int min_teams_per_sm = MinTeams_;
-  static_assert(Stages >= 2, "a pipeline of at least two stages");
   static_assert(BK == 4 * chunk, "four 16-byte chunks per row");
 
   /// Element offset of tap position k (0 <= k < BK) of scratch row `row`.
   KOKKOS_FORCEINLINE_FUNCTION static constexpr int offset(int row, int k) {
     return row * BK + (((k / chunk) ^ ((row >> 1) & 3)) * chunk) + k % chunk;
   }
+};
+
+/// A block tile of the GEMM view: BM filters x BN output pixels per team, K consumed
+/// BK taps per pipeline stage, WarpsM x WarpsN warps each computing a
+/// (BM / WarpsM) x (BN / WarpsN) warp tile, Stages scratch buffers in flight.
+template <class T, int BM_, int BN_, int WarpsM_, int WarpsN_, int Stages_, int MinTeams_>
+struct TensorCoreTile : TensorCoreScratchRows<T> {
+  using element = T;
+  static constexpr int BM = BM_, BN = BN_, WarpsM = WarpsM_, WarpsN = WarpsN_;
+  static constexpr int Stages = Stages_;
+  static constexpr int threads = 32 * WarpsM * WarpsN;
+  static constexpr int min_teams_per_sm = MinTeams_;
+  static_assert(Stages >= 2, "a pipeline of at least two stages");
+};
+
+/// A block tile of the 16-bit channel-run kernel (channel_run_kernel.hpp): BP output
+/// pixels (its GEMM rows) x BF filters per team, WarpsP x WarpsF warps of
+/// (BP / WarpsP) x (BF / WarpsF), Stages scratch buffers of 64-byte rows
+/// (TensorCoreScratchRows). GemmView: the same tile in the filter-major
+/// terms of the split-K rule (implicit_gemm_k_slices: BM filters, BN pixels).
+template <class T, int BP_, int BF_, int WarpsP_, int WarpsF_, int Stages_, int MinTeams_>
+struct TensorCoreRunTile {
+  static constexpr int BP = BP_, BF = BF_, WarpsP = WarpsP_, WarpsF = WarpsF_;
+  static constexpr int Stages = Stages_;
+  static constexpr int threads = 32 * WarpsP * WarpsF;
+  static constexpr int min_teams_per_sm = MinTeams_;
+  static_assert(Stages >= 2, "a pipeline of at least two stages");
+  struct GemmView {
+    static constexpr int BM = BF_, BN = BP_, BK = TensorCoreScratchRows<T>::BK;
+    static constexpr int min_teams_per_sm = MinTeams_;
+  };
 };
 
 /// The tiles, chosen by element type, layout and the filter count M
@@ -143,6 +163,28 @@ struct TensorCoreTiles {
   using Bit16NchwSmallM = TensorCoreTile<T, 64, 128, 2, 4, 3, 2>;
   template <class T>
   using Bit16NchwLargeM = TensorCoreTile<T, 128, 64, 4, 2, 3, 2>;
+  /// 16-bit channel runs (channel_run_kernel.hpp; C a multiple of 32): 128 pixels x 64
+  /// filters, four warps of 64 x 32, three stages, 4 teams per multiprocessor (128
+  /// registers, no spills). Chosen on the H100 (session 18, one call, bfloat16 NHWC,
+  /// ResNet 3x3 layers of 64 / 128 / 256 / 512 channels, kernel alone with its split K,
+  /// median of 30, ms; "m" = teams per multiprocessor asked of the launch bounds; the
+  /// generic kernel's tiles above ran 0.121 / 0.094 / 0.085 / 0.082):
+  ///
+  ///   tile (warps of WP x WF), stages, m        64      128     256     512
+  ///   128 x 64 (2 x 2 of 64 x 32), 3, m 3     0.1036  0.0847  0.0782  0.0608
+  ///   128 x 64 (2 x 2 of 64 x 32), 3, m 4     0.0991  0.0867  0.0700  0.0556
+  ///   128 x 64 (4 x 2 of 32 x 32), 3, m 2     0.1151  0.0954  0.1251  0.0648
+  ///   192 x 64 (3 x 2 of 64 x 32), 2, m 2     0.1138  0.0922  0.0809  0.0640
+  ///   128 x 128 (2 x 2 of 64 x 64), 2, m 2    0.1701  0.0921  0.0797  0.0551
+  ///   128 x 128 (2 x 4 of 64 x 32), 2, m 2    0.1734  0.1022  0.0928  0.0615
+  ///   64 x 128 (2 x 2 of 32 x 64), 3, m 3     0.1591  0.0890  0.0779  0.0549
+  ///
+  /// One tile for every M (a 128 x 128 tile for M > 128 would gain 7% at 512 channels
+  /// through L2 only and lose 4% at 256). What bounds them (ncu, 64 channels): the
+  /// tensor pipe is 26% busy, L2 49%; the warps wait on fixed-latency dependencies and
+  /// shared-memory results with 4 warps per scheduler (40 KB of team scratch a team).
+  template <class T>
+  using Runs = TensorCoreRunTile<T, 128, 64, 2, 2, 3, 4>;
 };
 
 }  // namespace kcnn::Impl
