@@ -17,8 +17,10 @@
 /// B: one per n8 tile and stage, both k-steps).
 ///
 /// Against TensorCoreDeviceKernel on these layers (generic taps: a TapWalker per thread,
-/// a pixel table in scratch, 64-bit gather offsets per row and stage): the per-row work of
-/// a stage is two 32-bit compares and a pointer add (SASS, sm_90). x goes through L1
+/// a pixel table in scratch, 64-bit gather offsets per row and stage) a row's copy needs
+/// two 32-bit bounds tests and a pointer add in the source; the SASS of the first version
+/// still spent ~15 instructions per 16-byte copy (6 copies per thread and stage, ~95 of
+/// the main loop's ~170 instructions per warp and stage, sm_90). x goes through L1
 /// (cp.async.ca): the next filter column's taps gather the same rows shifted by one pixel
 /// (H100, bfloat16, ResNet 3x3 layers of 64 / 128 channels: 0.1078 / 0.0876 ms through L2
 /// only, 0.1025 / 0.0854 through L1; 256 / 512: even / 5% slower). The epilogue stages the
