@@ -47,6 +47,30 @@ KOKKOS_FORCEINLINE_FUNCTION T warp_shuffle_down(T v, int delta) {
 #endif
 }
 
+/// Value `v` of lane `lane ^ mask` (every lane of a full warp calls it); as
+/// warp_shuffle_down, `v` itself where there are no warps.
+template <class T>
+KOKKOS_FORCEINLINE_FUNCTION T warp_shuffle_xor(T v, int mask) {
+#if defined(__CUDA_ARCH__)
+  return __shfl_xor_sync(0xffffffffu, v, mask);
+#else
+  (void)mask;
+  return v;
+#endif
+}
+
+/// The larger of a and b, NaN when either is NaN (pool2d's Max semantics), one
+/// max.NaN instruction on sm_80 and newer.
+KOKKOS_FORCEINLINE_FUNCTION float max_propagating_nan(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;\n" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || b > a || b != b) ? (a != a ? a : b) : a;
+#endif
+}
+
 /// Resident threads per multiprocessor that Kokkos' concurrency() counts on the GPUs
 /// kcnn is tuned for (V100, A100, H100: 2048). On sm_75 (1024) and sm_86/89 (1536)
 /// multiprocessor_count undercounts by that ratio, which only shifts the wave-fill

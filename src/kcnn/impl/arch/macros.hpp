@@ -20,6 +20,14 @@
 #define KCNN_DEVICE_NO_UNROLL
 #endif
 
+/// Unrolls a device loop with a runtime trip count by two (the next iteration's loads
+/// overlap this one's arithmetic).
+#if defined(__CUDA_ARCH__)
+#define KCNN_DEVICE_UNROLL_2 _Pragma("unroll 2")
+#else
+#define KCNN_DEVICE_UNROLL_2
+#endif
+
 /// Asks the host compiler to vectorize the next loop (OpenMP SIMD, honoured when the
 /// host compiler runs with OpenMP, as Kokkos' OpenMP backend requires). Nothing in
 /// device code, where the loop runs per thread anyway.
