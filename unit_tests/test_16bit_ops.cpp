@@ -151,6 +151,17 @@ TEST(Conv2d16Bit, HalfWithinTheRoundingBoundWhereTakenOthersRefuse) {
   run_conv_cases<Kokkos::Experimental::half_t>();
 }
 
+/// Case c as the library's validated problem (no pooling), for its planning predicates.
+kcnn::Impl::Conv2dProblem problem_of(const ConvCase& c) {
+  kcnn::Impl::Conv2dProblem pb;
+  pb.N = c.N, pb.C = c.C, pb.H = c.H, pb.W = c.W, pb.M = c.M, pb.R = c.R, pb.S = c.S;
+  pb.stride_h = c.stride_h, pb.stride_w = c.stride_w, pb.pad_h = c.pad_h, pb.pad_w = c.pad_w;
+  pb.dilation_h = c.dilation_h, pb.dilation_w = c.dilation_w;
+  pb.P = c.P(), pb.Q = c.Q();
+  pb.layout = c.layout;
+  return pb;
+}
+
 /// Shapes at the 16-bit tensor-core tiles' edges (64 x 128 or 128 x 64 filters x pixels,
 /// 32 taps a stage, m16n8k16): partial M, pixel and K tiles, K below one stage and not a
 /// multiple of the MMA's 16, channel counts that break the 16-byte (8-channel) gathers,
@@ -229,6 +240,8 @@ void run_tensor_core_cases() {
           EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core::x_channels_last"), staged);
           EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_channel_runs"),
                     runs && (layout == kcnn::Layout::NHWC || staged));
+          EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_few_channels"),
+                    I::tensor_core_few_channels_fit<T>(problem_of(c)));
         }
       }
   }
@@ -240,6 +253,111 @@ TEST(Conv2d16Bit, BfloatTensorCoreGemmOnTheTileEdges) {
 
 TEST(Conv2d16Bit, HalfTensorCoreGemmOnTheTileEdges) {
   run_tensor_core_cases<Kokkos::Experimental::half_t>();
+}
+
+/// conv2d_forward of case c fused with pooling pc (pool_of) by each of `algos` on T
+/// Views: conv -> pool in float, rounded once, within the bound (S of a pooled output:
+/// the largest S of its window; an average is no larger).
+template <class T, class Space>
+void check_fused_conv(const Space& space, const ConvCase& c, const PoolCase& pc,
+                      std::initializer_list<kcnn::ConvAlgo> algos) {
+  SCOPED_TRACE(type_name<T>() + " " + c.name + " " + kcnn::to_string(c.layout));
+  const RandomConvInputs<T, Space> in(c);  // the values as rounded to T: to_host
+  const auto &x = in.x, &w = in.w;
+  const auto& bias = in.bias;
+  const auto xv = to_host(x), wv = to_host(w), bv = to_host(bias);
+  const auto ye = pc.y_extents();
+  Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+  PoolCase max_of_scale = pc;
+  max_of_scale.mode = kcnn::PoolMode::Max;
+  max_of_scale.activation = kcnn::Activation::Identity;
+  const auto scale = host_pool2d(max_of_scale, conv_scale(c, xv, wv, bv), {});
+  const auto expected = host_pool2d(pc, host_conv2d(c, xv, wv, bv), {});
+  for (auto algo : algos) {
+    SCOPED_TRACE(kcnn::to_string(algo));
+    poison(y);
+    auto params = c.params();
+    params.algo = algo;
+    params.pool = pc.params();
+    if (c.bias) {
+      kcnn::conv2d_forward(space, x, w, bias, y, params);
+    } else {
+      kcnn::conv2d_forward(space, x, w, y, params);
+    }
+    space.fence();
+    expect_within_16bit_bound<T>(to_host(y), expected, scale,
+                                 double(c.C) * c.R * c.S + pc.window_h * pc.window_w);
+  }
+}
+
+/// TensorCoreGemm's few-channel kernel (at most 4 channels and 16 filters at unit stride
+/// and dilation; few_channels_kernel.hpp): 1-4 channels (3: padded to 4 in scratch), 1-16
+/// filters (one or two n8 tiles), 1x1 to 7x7 and rectangular filters (one 16-byte chunk
+/// per filter row (C = 1), several with masked taps (C = 4, S = 7), an odd chunk count
+/// (C = 4, 3x5)), padding, blocks split along rows and columns (W = 200; a 2x31 filter's
+/// window row narrowing the block), batch 1, with no
+/// pooling and with 2x2 / 4x4 max and average pooling fused, both layouts, against the
+/// double reference; the launched kernel is asserted.
+template <class T>
+void run_tensor_core_few_channel_cases() {
+  namespace I = kcnn::Impl;
+  if constexpr (!I::has_tensor_cores_v<Kokkos::DefaultExecutionSpace> || sizeof(T) != 2) {
+    GTEST_SKIP() << "no tensor cores or no 16-bit type in this build";
+  } else {
+    using Space = Kokkos::DefaultExecutionSpace;
+    const Space space;
+    using kcnn::PoolMode;
+    struct FewCase {
+      ConvCase conv;
+      int window;  ///< 0: no pooling
+      PoolMode mode;
+    };
+    const std::vector<FewCase> cases = {
+        {{"few_c3_m5_3x3_pad1", 3, 3, 13, 17, 5, 3, 3, 1, 1, 1, 1}, 0, PoolMode::Max},
+        {{"few_c2_m12_5x5_pad2", 2, 2, 11, 29, 12, 5, 5, 1, 1, 2, 2}, 2, PoolMode::Max},
+        {{"few_c1_m16_7x7_w200", 1, 1, 37, 200, 16, 7, 7, 1, 1, 3, 3}, 4, PoolMode::Max},
+        {{"few_c4_m9_7x7_pad3", 2, 4, 9, 9, 9, 7, 7, 1, 1, 3, 3}, 0, PoolMode::Max},
+        {{"few_c1_m1_1x1", 2, 1, 5, 5, 1, 1, 1}, 0, PoolMode::Max},
+        {{"few_c3_m8_3x3_avg2", 3, 3, 19, 23, 8, 3, 3}, 2, PoolMode::Average},
+        {{"few_c4_m16_5x5_avg4", 2, 4, 21, 22, 16, 5, 5, 1, 1, 1, 1}, 4, PoolMode::Average},
+        {{"few_c2_m3_7x7", 2, 2, 12, 12, 3, 7, 7}, 0, PoolMode::Max},
+        {{"few_c4_m7_3x5_odd_chunks", 2, 4, 10, 13, 7, 3, 5, 1, 1, 1, 2}, 0, PoolMode::Max},
+        {{"few_c1_m6_5x3", 2, 1, 17, 9, 6, 5, 3, 1, 1, 0, 1}, 2, PoolMode::Max},
+        // 2x31: a window row of 162 positions at 128 columns, narrowed to 124 (two blocks)
+        {{"few_c4_m2_2x31_narrowed", 1, 4, 5, 128, 2, 2, 31, 1, 1, 0, 15}, 0, PoolMode::Max},
+        {{"lenet_c1_few", 2, 1, 86, 86, 4, 7, 7}, 2, PoolMode::Max},
+        {{"lenet_c3_few", 3, 4, 40, 40, 16, 7, 7}, 4, PoolMode::Max},
+    };
+    const kcnn::Activation activations[] = {kcnn::Activation::ReLU, kcnn::Activation::Identity,
+                                            kcnn::Activation::Tanh};
+    int i = 0;
+    for (FewCase f : cases)
+      for (auto layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
+        ConvCase& c = f.conv;
+        c.layout = layout;
+        c.bias = i % 2 == 0;
+        c.activation = activations[i % 3];
+        ++i;
+        const LaunchedKernels launched;
+        if (f.window == 0) {
+          check_conv<T>(space, c, kcnn::ConvAlgo::TensorCoreGemm);
+        } else {
+          check_fused_conv<T>(
+              space, c, pool_of({c, pool(f.window, f.window, f.window, f.window, 0, 0, f.mode)}),
+              {kcnn::ConvAlgo::TensorCoreGemm});
+        }
+        EXPECT_TRUE(launched.saw("kcnn::conv2d::tensor_core_few_channels")) << c.name;
+        EXPECT_FALSE(launched.saw("kcnn::conv2d::tensor_core")) << c.name;
+      }
+  }
+}
+
+TEST(Conv2d16Bit, BfloatTensorCoreGemmFewChannels) {
+  run_tensor_core_few_channel_cases<kcnn::bfloat16>();
+}
+
+TEST(Conv2d16Bit, HalfTensorCoreGemmFewChannels) {
+  run_tensor_core_few_channel_cases<Kokkos::Experimental::half_t>();
 }
 
 /// find_best_algo on a 16-bit problem: every algorithm that refuses the type (or, for
@@ -312,33 +430,10 @@ void run_fused_cases() {
       for (auto f : fused)
         for (auto layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
           f.conv.layout = layout;
-          const ConvCase& c = f.conv;
-          const PoolCase pc = pool_of(f);
-          SCOPED_TRACE(type_name<T>() + " " + c.name + " " + kcnn::to_string(layout));
-          const RandomConvInputs<T, Space> in(c);  // the values as rounded to T: to_host
-          const auto &x = in.x, &w = in.w;
-          const auto& bias = in.bias;
-          const auto xv = to_host(x), wv = to_host(w), bv = to_host(bias);
-          const auto ye = pc.y_extents();
-          Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
-          for (auto algo : {kcnn::ConvAlgo::Reference, kcnn::ConvAlgo::Auto, kcnn::ConvAlgo::Tiled,
-                            kcnn::ConvAlgo::ImplicitGemm, kcnn::ConvAlgo::Im2colGemm}) {
-            SCOPED_TRACE(kcnn::to_string(algo));
-            poison(y);
-            auto params = c.params();
-            params.algo = algo;
-            params.pool = pc.params();
-            kcnn::conv2d_forward(space, x, w, bias, y, params);
-            space.fence();
-            // S of a pooled output: the largest S of its window (an average is no larger).
-            PoolCase max_of_scale = pc;
-            max_of_scale.mode = kcnn::PoolMode::Max;
-            max_of_scale.activation = kcnn::Activation::Identity;
-            const auto scale = host_pool2d(max_of_scale, conv_scale(c, xv, wv, bv), {});
-            expect_within_16bit_bound<T>(to_host(y),
-                                         host_pool2d(pc, host_conv2d(c, xv, wv, bv), {}), scale,
-                                         double(c.C) * c.R * c.S + pc.window_h * pc.window_w);
-          }
+          check_fused_conv<T>(
+              space, f.conv, pool_of(f),
+              {kcnn::ConvAlgo::Reference, kcnn::ConvAlgo::Auto, kcnn::ConvAlgo::Tiled,
+               kcnn::ConvAlgo::ImplicitGemm, kcnn::ConvAlgo::Im2colGemm});
         }
     });
 }

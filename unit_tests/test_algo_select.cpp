@@ -228,14 +228,11 @@ TEST(AlgoSelect, HeuristicRulesWithEveryAlgorithm) {
             ConvAlgo::Tiled);
 }
 
-// 16-bit tensors on GPUs: TensorCoreGemm (m16n8k16) for every layer, LeNet's few-filter
-// ones and fused poolings included (it outruns Reference, the only other algorithm that
-// takes them: the bf16 LeNet stack 33 against 89 ms on the H100, session 16); Reference
-// where it cannot run. On the host the float rules apply (their algorithms refuse 16-bit
-// tensors, so Reference runs them).
-// 16-bit tensors on GPUs (TUNING.md, "GPU, 16-bit tensors"): Tiled for up to 16 filters
-// (LeNet), Im2colGemm (cublasGemmEx) from 4096 taps, TensorCoreGemm in between; where
-// TensorCoreGemm is missing, Im2colGemm.
+// 16-bit tensors on GPUs (TUNING.md, "GPU, 16-bit tensors"): TensorCoreGemm's
+// few-channel kernel for layers of at most 4 channels and 16 filters with 1024+
+// multiply-adds per pixel (LeNet C3), Tiled for the other layers of up to 16 filters
+// (LeNet C1), Im2colGemm (cublasGemmEx) from 4096 taps, TensorCoreGemm in between; where
+// TensorCoreGemm is missing, Im2colGemm (few channels: Tiled).
 TEST(AlgoSelect, SixteenBitRules) {
   using kcnn::Impl::ElementKind;
   using kcnn::Impl::HostIsa;
@@ -255,10 +252,14 @@ TEST(AlgoSelect, SixteenBitRules) {
       EXPECT_EQ(pick(pb, AlgoSet{ConvAlgo::Reference, ConvAlgo::Tiled, ConvAlgo::Im2colGemm}).algo,
                 ConvAlgo::Im2colGemm);
     }
-    for (const auto& pb : {lenet_c1, lenet_c3}) {
-      EXPECT_EQ(pick(pb).algo, ConvAlgo::Tiled);
-      EXPECT_STREQ(pick(pb).reason, "device_16bit_few_filters");
-    }
+    EXPECT_EQ(pick(lenet_c1).algo, ConvAlgo::Tiled);
+    EXPECT_STREQ(pick(lenet_c1).reason, "device_16bit_few_filters");
+    EXPECT_EQ(pick(lenet_c3).algo, ConvAlgo::TensorCoreGemm);
+    EXPECT_STREQ(pick(lenet_c3).reason, "device_16bit_few_channels_tensor_cores");
+    EXPECT_EQ(pick(lenet_c3, AlgoSet{ConvAlgo::Reference, ConvAlgo::Tiled}).algo, ConvAlgo::Tiled);
+    // Strided: not the few-channel kernel's; 17 filters: past it.
+    EXPECT_STREQ(pick(problem(10000, 4, 40, 40, 16, 7, 7, 2, 0, Layout::NHWC)).reason,
+                 "device_16bit_few_filters");
     // CPUs: NCHW layers past the short reductions go to Im2colGemm's sgemm on float
     // copies; the short ones (LeNet) stay with Tiled, as in float.
     const auto host = [&](const Conv2dProblem& pb) {

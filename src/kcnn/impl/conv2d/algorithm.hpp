@@ -8,8 +8,10 @@
 ///
 ///     struct MyAlgorithm {
 ///       static constexpr ConvAlgo id = ConvAlgo::Mine;   // its name: to_string(id)
-///       /// Whether its kernels apply this pooling themselves, in the same pass.
-///       static bool fuses_pool(const Pool2dParams& pool);
+///       /// Whether its kernels apply pb's pooling (pb.pool) themselves, in the same
+///       /// pass, on tensors of element type T.
+///       template <class T>
+///       static bool fuses_pool(const Conv2dProblem& pb);
 ///       /// Plans the problem and, with LaunchMode::Run, enqueues its kernels on
 ///       /// `space`; with LaunchMode::Check only plans, testing every limit (throwing
 ///       /// kcnn::Error naming it) and allocating nothing. Returns the workspace

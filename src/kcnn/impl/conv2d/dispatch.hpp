@@ -37,7 +37,7 @@ std::size_t conv2d_launch(const ExecSpace& space, ConvAlgo algo, const XView& x,
   std::size_t workspace = 0;
   const bool registered = Conv2dRegistry::visit(algo, [&](auto descriptor) {
     using Algo = decltype(descriptor);
-    if (!pb.has_pool || Algo::fuses_pool(pb.pool)) {
+    if (!pb.has_pool || Algo::template fuses_pool<view_scalar_t<XView>>(pb)) {
       workspace = Algo::launch(space, x, w, bias, y, pb, mode);
       return;
     }

@@ -16,7 +16,10 @@ namespace kcnn::Impl {
 
 struct ImplicitGemmAlgorithm {
   static constexpr ConvAlgo id = ConvAlgo::ImplicitGemm;
-  static bool fuses_pool(const Pool2dParams& pool) { return implicit_gemm_fuses_pool(pool); }
+  template <class T>
+  static bool fuses_pool(const Conv2dProblem& pb) {
+    return implicit_gemm_fuses_pool(pb.pool);
+  }
   template <class ExecSpace, class XView, class WView, class BView, class YView>
   static std::size_t launch(const ExecSpace& space, const XView& x, const WView& w,
                             const BView& bias, const YView& y, const Conv2dProblem& pb,

@@ -15,7 +15,10 @@ namespace kcnn::Impl {
 
 struct ReferenceAlgorithm {
   static constexpr ConvAlgo id = ConvAlgo::Reference;
-  static bool fuses_pool(const Pool2dParams&) { return false; }
+  template <class T>
+  static bool fuses_pool(const Conv2dProblem&) {
+    return false;
+  }
   template <class ExecSpace, class XView, class WView, class BView, class YView>
   static std::size_t launch(const ExecSpace& space, const XView& x, const WView& w,
                             const BView& bias, const YView& y, const Conv2dProblem& pb,

@@ -18,6 +18,7 @@
 #include "../../common/problem.hpp"
 #include "../dispatch.hpp"
 #include "../registry.hpp"
+#include "../tensor_core/few_channels_kernel.hpp"
 #include "algo_cache.hpp"
 
 namespace kcnn::Impl {
@@ -122,6 +123,13 @@ inline std::int64_t reduction_length(const Conv2dProblem& pb) {
 // Thresholds of the rules below. Each was placed by a measurement; the tables are in
 // TUNING.md (same folder), by rule and constant.
 
+/// GPU, 16-bit tensors that TensorCoreGemm runs with its few-channel kernel (at most 4
+/// channels and 16 filters, unit stride and dilation, no pooling or 2x2 / 4x4 at their
+/// stride): it leads Tiled from this many multiply-adds per output pixel (C*R*S*M).
+/// Measured at two points (H100, bfloat16, batch 10,000, bias + ReLU + fused max
+/// pooling): LeNet C3 (4 x 49 x 16 = 3136) 0.70 ms against Tiled's 2.56; C1 (1 x 49 x 4 =
+/// 196) 2.69 ms against 1.82. The threshold sits between the two, not placed finer.
+inline constexpr std::int64_t kFewChannelsTensorCoreMacs16BitDevice = 1024;
 /// GPU, 16-bit tensors: up to this many filters Tiled's direct kernel leads
 /// (TensorCoreGemm's 16-bit tiles hold 64 or 128 filters: LeNet's 4 and 16 fill them to
 /// 6-25%).
@@ -221,9 +229,17 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
   using C = const AutoContext&;
   constexpr Target D = Target::Device, H = Target::Host;
   static const std::vector<AlgoRule> rules = {
-      // --- GPUs, 16-bit tensors (half_t, kcnn::bfloat16): Tiled for few filters,
+      // --- GPUs, 16-bit tensors (half_t, kcnn::bfloat16): TensorCoreGemm's few-channel
+      // kernel where it has enough multiply-adds per pixel, Tiled for other few filters,
       // Im2colGemm (cublasGemmEx) for long reductions, else TensorCoreGemm's m16n8k16;
       // without tensor cores Im2colGemm, which led every ResNet layer among the others ----
+      {"device_16bit_few_channels_tensor_cores",
+       D,
+       [](P pb, C c) {
+         return is_16bit(c.element) && few_channels_unfit(pb) == nullptr &&
+                reduction_length(pb) * pb.M >= kFewChannelsTensorCoreMacs16BitDevice;
+       },
+       {A::TensorCoreGemm, A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
       {"device_16bit_few_filters",
        D,
        [](P pb, C c) { return is_16bit(c.element) && pb.M <= kFewFilters16BitDevice; },

@@ -23,6 +23,7 @@
 #include "channel_run_kernel.hpp"
 #include "channels_last.hpp"
 #include "device_kernel.hpp"
+#include "few_channels_launch.hpp"
 #include "packed_weights.hpp"
 #include "tile_shapes.hpp"
 
@@ -449,15 +450,26 @@ std::size_t tensor_core_launch_nchw(const ExecSpace& space,
   return tensor_core_launch_operands(space, o, tensor_core_vector_gathers(o, pb), pb, mode);
 }
 
+/// Whether TensorCoreGemm applies pb's pooling itself on T tensors: the few-channel
+/// kernel's 2x2 and 4x4 windows at their stride.
+template <class T>
+bool tensor_core_fuses_pool(const Conv2dProblem& pb) {
+  return tensor_core_few_channels_fit<T>(pb);
+}
+
 /// Runs (or with LaunchMode::Check only plans and checks) ConvAlgo::TensorCoreGemm; `pb`
-/// has been validated against the Views and has no pooling (the algorithm does not
-/// fuse one: dispatch pools in a second pass). Needs a CUDA build for a GPU with the
-/// sm_80 tensor cores; float tensors with MathMode::TF32 or ::TF32x3 (Strict float is
-/// the other algorithms' work), double tensors (IEEE fp64 products), half_t and
-/// kcnn::bfloat16 tensors (exact products, float sums, one rounding at the store).
-/// 16-bit tensors whose channel count is a multiple of 32 run the channel-run kernel
-/// (channel_run_kernel.hpp); other 16-bit tensors the generic one.
-/// Returns the workspace bytes (within pb.workspace_limit_bytes): NCHW's channels-last
+/// has been validated against the Views and has a pooling only where the algorithm
+/// fuses it (tensor_core_fuses_pool; otherwise dispatch pools in a second pass). Needs a
+/// CUDA build for a GPU with the sm_80 tensor cores; float tensors with MathMode::TF32
+/// or ::TF32x3 (Strict float is the other algorithms' work), double tensors (IEEE fp64
+/// products), half_t and kcnn::bfloat16 tensors (exact products, float sums, one
+/// rounding at the store). 16-bit tensors with at most 4 input channels and 16 filters at
+/// unit stride and dilation run the few-channel kernel (few_channels_kernel.hpp, which
+/// fuses 2x2 and 4x4 pooling at their stride); those whose channel count is a multiple
+/// of 32 the channel-run kernel (channel_run_kernel.hpp); other 16-bit tensors the
+/// generic one.
+/// Returns the workspace bytes (within pb.workspace_limit_bytes): the few-channel
+/// kernel's weights in fragment order; NCHW's channels-last
 /// copy of x where it is staged (and of w: double, 16-bit channel runs), the packed
 /// weights of float and of 16-bit outside channel runs (M rounded up to the block tile, K
 /// to 16 taps (float) or 32 (16-bit)) and, where K is split, the slices' partial sums
@@ -475,9 +487,26 @@ std::size_t conv2d_tensor_core(const ExecSpace& space, const XView& x, const WVi
            kTensorCoreAlgoName,
            " computes float tensors with TF32 products: it needs params.math = MathMode::TF32 or "
            "MathMode::TF32x3 (MathMode::Strict is the other algorithms')");
-  throw_if(pb.has_pool, op, "internal: ", kTensorCoreAlgoName, " handed a fused pooling");
   std::size_t workspace = 0;
   if constexpr (has_tensor_cores_v<ExecSpace>) {
+    if constexpr (is_16bit_storage_v<T> && std::is_same_v<T, view_scalar_t<YView>>) {
+      if (tensor_core_few_channels_fit<T>(pb)) {
+        // Unpooled, where an image's offsets pass 32 bits: the implicit GEMM below.
+        const bool offsets_fit =
+            pb.layout == Layout::NCHW
+                ? few_channels_image_offsets_fit(pb, logical_strides<Layout::NCHW>(x),
+                                                 logical_strides<Layout::NCHW>(y))
+                : few_channels_image_offsets_fit(pb, logical_strides<Layout::NHWC>(x),
+                                                 logical_strides<Layout::NHWC>(y));
+        if (pb.has_pool || offsets_fit)
+          return pb.layout == Layout::NCHW
+                     ? tensor_core_launch_few_channels<Layout::NCHW>(space, x, w, bias, y, pb, mode)
+                     : tensor_core_launch_few_channels<Layout::NHWC>(space, x, w, bias, y, pb,
+                                                                     mode);
+      }
+    }
+    throw_if(pb.has_pool, op, "internal: ", kTensorCoreAlgoName,
+             " handed a pooling it does not fuse");
     if (pb.layout == Layout::NCHW) {
       workspace = tensor_core_launch_nchw(
           space, implicit_gemm_operands<Layout::NCHW>(x, w, bias, y, pb, kTensorCoreAlgoName), pb,

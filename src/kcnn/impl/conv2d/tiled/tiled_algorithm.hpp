@@ -18,7 +18,10 @@ namespace kcnn::Impl {
 
 struct TiledAlgorithm {
   static constexpr ConvAlgo id = ConvAlgo::Tiled;
-  static bool fuses_pool(const Pool2dParams&) { return true; }
+  template <class T>
+  static bool fuses_pool(const Conv2dProblem&) {
+    return true;
+  }
   template <class ExecSpace, class XView, class WView, class BView, class YView>
   static std::size_t launch(const ExecSpace& space, const XView& x, const WView& w,
                             const BView& bias, const YView& y, const Conv2dProblem& pb,
