@@ -46,10 +46,12 @@ struct TiledKernelBase {
   using scalar = view_scalar_t<YView>;  ///< the storage type of x, w and y
   /// The micro-tile's sums, and a fused pooling's conv tile.
   using accumulator = accumulator_t<scalar>;
-  /// The staged operands' element type. GPUs stage the stored values (16-bit types: half
-  /// the scratch and the copies; converted as the main loop reads them); CPUs convert
-  /// while staging, so that the main loop's SIMD multiply-adds read float rows.
-  using staged = std::conditional_t<on_host, accumulator, scalar>;
+  /// The staged operands' element type: the accumulator's (16-bit values converted while
+  /// staging, so that the main loop's multiply-adds read float rows: SIMD on CPUs, the
+  /// 16-byte vector loads on GPUs). Staging 16-bit values on GPUs instead (half the
+  /// scratch, converted as the main loop read them) ran LeNet's stack in bfloat16 at
+  /// 4.4 ms against 2.8 in float (H100, session 18).
+  using staged = std::conditional_t<on_host || is_16bit_storage_v<scalar>, accumulator, scalar>;
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using ScratchView = Kokkos::View<staged*, typename ExecSpace::scratch_memory_space,
                                    Kokkos::MemoryTraits<Kokkos::Unmanaged>>;

@@ -119,8 +119,8 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
 
 /// Picks the compile-time filter extents. GPUs, float: 1, 3, 5, 7 unroll fully (square
 /// filters; with non-unit stride or dilation only 3 and 7, the sizes of the strided
-/// layers we target); anything else runs with runtime extents, still tiled. CPUs and
-/// double: runtime extents.
+/// layers we target); 16-bit: 7 at unit stride; anything else runs with runtime extents,
+/// still tiled. CPUs and double: runtime extents.
 template <Layout L, bool Unit, class Micro, class ExecSpace, class XView, class WView, class BView,
           class YView>
 void conv2d_tiled_filter_dispatch(const ExecSpace& space, const XView& x, const WView& w,
@@ -159,11 +159,20 @@ void conv2d_tiled_filter_dispatch(const ExecSpace& space, const XView& x, const 
                                                                        tuning, mode);
     }
   };
-  if constexpr (runs_on_host_v<ExecSpace> ||
-                ElementTraits<view_scalar_t<YView>>::kind != ElementKind::Float32) {
+  constexpr ElementKind kind = ElementTraits<view_scalar_t<YView>>::kind;
+  constexpr bool is_16bit = kind == ElementKind::Float16 || kind == ElementKind::BFloat16;
+  if constexpr (runs_on_host_v<ExecSpace> || (kind != ElementKind::Float32 && !is_16bit)) {
     // CPUs vectorize across output columns; unrolled taps buy little there and cost
     // minutes of compile time per instantiation, so the host keeps runtime extents. So
     // does double on GPUs: supported, but not what the unrolled kernels are tuned for.
+    go(std::integral_constant<int, 0>{});
+  } else if constexpr (is_16bit) {
+    // 16-bit tensors on GPUs (staged as float): 7x7 at unit stride unrolled, LeNet's
+    // layers, where Auto picks Tiled for 16 bits; other extents at runtime, since each
+    // unrolled extent adds minutes to the build (float's six: 21 minutes on 2 cores).
+    if constexpr (Unit) {
+      if (k == 7) return go(std::integral_constant<int, 7>{});
+    }
     go(std::integral_constant<int, 0>{});
   } else if constexpr (Unit) {
     switch (k) {

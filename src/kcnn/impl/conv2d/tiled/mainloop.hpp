@@ -31,7 +31,7 @@ struct TiledMainloop : Base {
   using typename Base::staged;
 
   /// Adds the staged chunk's contribution to logical thread t's micro-tile (16-bit
-  /// values staged on GPUs are converted to float as they are read: to_compute).
+  /// values are staged as float: to_compute is the identity here).
   KOKKOS_FORCEINLINE_FUNCTION void accumulate(accumulator (&acc)[BM][BH][BW],
                                               const ScratchView& in_tile, const ScratchView& w_tile,
                                               int t, int cc) const {
@@ -83,7 +83,8 @@ struct TiledDeviceMainloop : TiledMainloop<Base> {
   using typename Base::accumulator;
   using typename Base::scalar;
   using typename Base::ScratchView;
-  using typename Base::Vec4;
+  using typename Base::staged;
+  using StagedVec4 = AlignedVec4<staged>;
 
   /// accumulate() for the vector_loads case: per filter row, each micro-tile row's
   /// BW + KS - 1 input columns come into registers with (BW + KS + 2) / 4 vector loads
@@ -96,11 +97,11 @@ struct TiledDeviceMainloop : TiledMainloop<Base> {
     const int tp = (t / g.threads_q) % g.threads_p;
     const int tmi = t / (g.threads_q * g.threads_p);
     const int pitch = g.in_pitch, in_plane = g.in_plane(), w_chunk = KR * KS * g.tile_m;
-    const scalar* in_base = in_tile.data() + tp * BH * pitch + tq * BW;
-    const scalar* w_base = w_tile.data() + tmi * BM;
+    const staged* in_base = in_tile.data() + tp * BH * pitch + tq * BW;
+    const staged* w_base = w_tile.data() + tmi * BM;
     for (int c = 0; c < cc; ++c) {
-      const scalar* in_c = in_base + c * in_plane;
-      const scalar* w_c = w_base + c * w_chunk;
+      const staged* in_c = in_base + c * in_plane;
+      const staged* w_c = w_base + c * w_chunk;
       // Filter rows: unrolled only for 64-accumulator micro-tiles with small filters
       // (kUnrollFilterRows). Measured on the H100, LeNet at batch 10,000: C1 (32
       // accumulators) ran 1.71 -> 1.55 ms with the rows kept a loop. C3 (64 accumulators,
@@ -130,17 +131,17 @@ struct TiledDeviceMainloop : TiledMainloop<Base> {
   /// One filter row r of accumulate_vec: the micro-tile rows' input windows into
   /// registers, then every tap of the row.
   KOKKOS_FORCEINLINE_FUNCTION void accumulate_vec_row(accumulator (&acc)[BM][BH][BW],
-                                                      const scalar* in_c, const scalar* w_c, int r,
+                                                      const staged* in_c, const staged* w_c, int r,
                                                       int pitch) const {
     constexpr int kWindow = BW + KS - 1;
     constexpr int kVecs = (kWindow + 3) / 4;
-    scalar window[BH][kVecs * 4];
+    staged window[BH][kVecs * 4];
     KCNN_DEVICE_UNROLL
     for (int bh = 0; bh < BH; ++bh) {
-      const Vec4* row = reinterpret_cast<const Vec4*>(in_c + (bh + r) * pitch);
+      const StagedVec4* row = reinterpret_cast<const StagedVec4*>(in_c + (bh + r) * pitch);
       KCNN_DEVICE_UNROLL
       for (int v = 0; v < kVecs; ++v) {
-        const Vec4 f = row[v];
+        const StagedVec4 f = row[v];
         KCNN_DEVICE_UNROLL
         for (int e = 0; e < 4; ++e)
           window[bh][4 * v + e] = f.v[e];
@@ -148,11 +149,11 @@ struct TiledDeviceMainloop : TiledMainloop<Base> {
     }
     KCNN_DEVICE_UNROLL
     for (int s = 0; s < KS; ++s) {
-      scalar wv[BM];
-      const Vec4* w_rs = reinterpret_cast<const Vec4*>(w_c + (r * KS + s) * g.tile_m);
+      staged wv[BM];
+      const StagedVec4* w_rs = reinterpret_cast<const StagedVec4*>(w_c + (r * KS + s) * g.tile_m);
       KCNN_DEVICE_UNROLL
       for (int v = 0; v < BM / 4; ++v) {
-        const Vec4 f = w_rs[v];
+        const StagedVec4 f = w_rs[v];
         KCNN_DEVICE_UNROLL
         for (int e = 0; e < 4; ++e)
           wv[4 * v + e] = f.v[e];

@@ -8,6 +8,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../../arch/async_copy.hpp"
 #include "../../arch/macros.hpp"
@@ -35,6 +36,7 @@ struct TiledDeviceStaging : Base {
   using typename Base::member_type;
   using typename Base::scalar;
   using typename Base::ScratchView;
+  using typename Base::staged;
   using typename Base::TileOrigin;
 
   /// Stages input channels [c0, c0 + cc) of the halo tile and (with_filters) their
@@ -77,7 +79,7 @@ struct TiledDeviceStaging : Base {
           {U(w_strides32.c), U(w_strides32.w), U(w_strides32.n)}, {taps * tile_m, tile_m, 1});
       for (int i = t; i < w_total; i += T, it.advance()) {
         const bool inside = o.m0 + it.pos.c < pb.M;
-        scratch_copy_async(w_tile.data() + it.dst, inside ? w_any + it.src : w_any, inside);
+        stage_element(w_tile.data() + it.dst, inside ? w_any + it.src : w_any, inside);
       }
     } else {
       copy_to_scratch(
@@ -108,27 +110,27 @@ struct TiledDeviceStaging : Base {
     const U H = U(pb.H), W = U(pb.W), h0 = U(o.h0), w0 = U(o.w0);
     const U base = U(o.n) * U(xs.n) + U(c0) * U(xs.c) + h0 * U(xs.h) + w0 * U(xs.w);
     const scalar* const x0 = x.data();  // also the (unread) source of zero-filled cells
-    scalar* const dst = in_tile.data();
+    staged* const dst = in_tile.data();
     if constexpr (L == Layout::NCHW) {
       LinearGridWalker<U> it(t, T, g.in_w, g.in_h, base, {U(xs.c), U(xs.h), U(xs.w)},
                              {in_plane, g.in_pitch, 1});
       for (int i = t; i < total; i += T, it.advance()) {
         const bool inside = h0 + U(it.pos.b) < H && w0 + U(it.pos.c) < W;
-        scratch_copy_async(dst + it.dst, inside ? x0 + it.src : x0, inside);
+        stage_element(dst + it.dst, inside ? x0 + it.src : x0, inside);
       }
     } else {
       LinearGridWalker<U> it(t, T, cc, g.in_w, base, {U(xs.h), U(xs.w), U(xs.c)},
                              {g.in_pitch, 1, in_plane});
       for (int i = t; i < total; i += T, it.advance()) {
         const bool inside = h0 + U(it.pos.a) < H && w0 + U(it.pos.b) < W;
-        scratch_copy_async(dst + it.dst, inside ? x0 + it.src : x0, inside);
+        stage_element(dst + it.dst, inside ? x0 + it.src : x0, inside);
       }
     }
   }
 
   /// dst[offset(pos)] = *source(pos, inside), or 0 where !inside (source then returns
   /// any valid address of the tensor), for the elements t, t + T, ... below `total` of a
-  /// GridWalker grid, as asynchronous copies (scratch_copy_async; the caller waits for
+  /// GridWalker grid, as asynchronous copies (stage_element; the caller waits for
   /// them). Element by element with plain loads, every staged element
   /// cost a whole memory latency (the compiler cannot move a load above the previous
   /// element's scratch store), and the team's warps then waited at the barrier: LeNet
@@ -136,12 +138,24 @@ struct TiledDeviceStaging : Base {
   /// (Nsight Compute).
   template <class Source, class Offset>
   KOKKOS_FORCEINLINE_FUNCTION static void copy_to_scratch(int t, int T, int total, GridWalker pos,
-                                                          scalar* dst, const Source& source,
+                                                          staged* dst, const Source& source,
                                                           const Offset& offset) {
     for (int i = t; i < total; i += T, pos.advance()) {
       bool inside = false;
       const scalar* src = source(pos, inside);
-      scratch_copy_async(dst + offset(pos), src, inside);
+      stage_element(dst + offset(pos), src, inside);
+    }
+  }
+
+  /// *dst = *src, or 0 where !inside: an asynchronous copy where the staged type is the
+  /// stored one (the caller waits for it, scratch_copies_wait); 16-bit values converted
+  /// to float with a plain load (cp.async moves 4 bytes at least).
+  KOKKOS_FORCEINLINE_FUNCTION static void stage_element(staged* dst, const scalar* src,
+                                                        bool inside) {
+    if constexpr (std::is_same_v<staged, scalar>) {
+      scratch_copy_async(dst, src, inside);
+    } else {
+      *dst = inside ? to_compute(*src) : staged(0);
     }
   }
 };
