@@ -425,7 +425,6 @@ void run_fused_cases() {
   };
   for (auto b : backends())
     with_backend(b, [&](const auto& space) {
-      using Space = std::decay_t<decltype(space)>;
       SCOPED_TRACE(backend_name(b));
       for (auto f : fused)
         for (auto layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
