@@ -68,18 +68,6 @@ KOKKOS_FORCEINLINE_FUNCTION std::uint32_t scratch_address(const void* p) {
 #endif
 }
 
-/// Eight bytes of team scratch at shared-window address `at` (scratch_address; 8-byte
-/// aligned) as two 32-bit words: one ld.shared.v2, ordered with the kernel's barriers and
-/// the other scratch instructions (volatile). sm_80 on, like scratch_address.
-KOKKOS_FORCEINLINE_FUNCTION void scratch_load_64_at(std::uint32_t (&r)[2], std::uint32_t at) {
-#if defined(KCNN_ASYNC_SCRATCH_COPY)
-  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(at));
-#else
-  (void)at;
-  r[0] = r[1] = 0;
-#endif
-}
-
 /// scratch_copy_async_16 to the scratch at shared-window address `dst` (scratch_address).
 /// Only on sm_80 and newer: callers keep a generic pointer path for other targets.
 /// ThroughL1: cp.async.ca, which keeps the 16 bytes in L1 as well, for data that other

@@ -176,6 +176,15 @@ inline FewChannelsPlan few_channels_plan(const Conv2dProblem& pb, std::size_t sc
   return plan;
 }
 
+/// The bits of a 16-bit value (the kernel moves them without converting).
+template <class T>
+KOKKOS_FORCEINLINE_FUNCTION std::uint16_t few_channels_bits(const T& v) {
+  static_assert(sizeof(T) == 2, "16-bit elements");
+  std::uint16_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  return bits;
+}
+
 /// Packs w for TensorCoreFewChannelsKernel: entry (ks, lane, ni) = {b0, b1} of filter
 /// 8 ni + lane / 4, i.e. its k pair 2 (lane % 4), + 1 of chunks 2 ks and 2 ks + 1
 /// (w_fragments, plan.k_steps x 32 x plan.NI entries of 8 bytes: a lane's k-step is one
@@ -202,16 +211,11 @@ struct FewChannelsWeights {
       const int r = j / plan.cpr, s0 = (j - r * plan.cpr) * plan.Ck;
       for (int e = 0; e < 2; ++e) {
         const int s = s0 + (k8 + e) / plan.Cs, c = (k8 + e) % plan.Cs;
-        if (s < S && c < C) half[e] = bits_of(w[m * ws.n + c * ws.c + r * ws.h + s * ws.w]);
+        if (s < S && c < C)
+          half[e] = few_channels_bits(w[m * ws.n + c * ws.c + r * ws.h + s * ws.w]);
       }
     }
     return half[0] | (std::uint32_t(half[1]) << 16);
-  }
-
-  KOKKOS_FORCEINLINE_FUNCTION static std::uint16_t bits_of(const T& v) {
-    std::uint16_t bits;
-    std::memcpy(&bits, &v, sizeof(bits));
-    return bits;
   }
 };
 
@@ -266,10 +270,8 @@ struct TensorCoreFewChannelsKernel {
     load_window(scratch, x + n * x_image_stride, p0 - pad_h, q0 - pad_w, lane, warp);
     fill_tables(scratch, t);
     team.team_barrier();
-    if (Ck > 1) {
-      shift_copies(scratch, lane, warp);
-      team.team_barrier();
-    }
+    shift_copies(scratch, lane, warp);  // (Ck >= 2: Cs is at most 4)
+    team.team_barrier();
 
     const int g = lane / 4, tig = lane % 4;
     float bias_of[NI][2];
@@ -353,7 +355,7 @@ struct TensorCoreFewChannelsKernel {
           const T* const src = image + (inside ? h * xs.h + col * xs.w : 0);
           KCNN_DEVICE_UNROLL
           for (int c = 0; c < Cs; ++c)
-            px[i][k].c[c] = inside && c < C ? bits_of(src[c * xs.c]) : std::uint16_t(0);
+            px[i][k].c[c] = inside && c < C ? few_channels_bits(src[c * xs.c]) : std::uint16_t(0);
         }
       }
       KCNN_DEVICE_UNROLL
@@ -520,12 +522,6 @@ struct TensorCoreFewChannelsKernel {
         y_image[m * ys.c + pp * ys.h + pq * ys.w] =
             from_compute<T>(pool_output(pool_activation, Reduce::finish(v[ni][r], 4)));
     }
-  }
-
-  KOKKOS_FORCEINLINE_FUNCTION static std::uint16_t bits_of(const T& v) {
-    std::uint16_t bits;
-    std::memcpy(&bits, &v, sizeof(bits));
-    return bits;
   }
 };
 
