@@ -162,6 +162,19 @@ kcnn::Impl::Conv2dProblem problem_of(const ConvCase& c) {
   return pb;
 }
 
+/// problem_of(c) with a fused window x window pooling at its stride (0: none).
+[[maybe_unused]] kcnn::Impl::Conv2dProblem problem_of(const ConvCase& c, int window,
+                                                      kcnn::PoolMode mode) {
+  kcnn::Impl::Conv2dProblem pb = problem_of(c);
+  if (window == 0) return pb;
+  pb.has_pool = true;
+  pb.pool.window_h = pb.pool.window_w = pb.pool.stride_h = pb.pool.stride_w = window;
+  pb.pool.mode = mode;
+  pb.pool.layout = c.layout;
+  pb.P_pooled = pb.P / window, pb.Q_pooled = pb.Q / window;
+  return pb;
+}
+
 /// Shapes at the 16-bit tensor-core tiles' edges (64 x 128 or 128 x 64 filters x pixels,
 /// 32 taps a stage, m16n8k16): partial M, pixel and K tiles, K below one stage and not a
 /// multiple of the MMA's 16, channel counts that break the 16-byte (8-channel) gathers,
@@ -240,8 +253,10 @@ void run_tensor_core_cases() {
           EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core::x_channels_last"), staged);
           EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_channel_runs"),
                     runs && (layout == kcnn::Layout::NHWC || staged));
+          const bool single = I::tensor_core_single_channel_fit<T>(problem_of(c));
+          EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_single_channel"), single);
           EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_few_channels"),
-                    I::tensor_core_few_channels_fit<T>(problem_of(c)));
+                    I::tensor_core_few_channels_fit<T>(problem_of(c)) && !single);
         }
       }
   }
@@ -297,7 +312,8 @@ void check_fused_conv(const Space& space, const ConvCase& c, const PoolCase& pc,
 /// (C = 4, 3x5)), padding, blocks split along rows and columns (W = 200; a 2x31 filter's
 /// window row narrowing the block), batch 1, with no
 /// pooling and with 2x2 / 4x4 max and average pooling fused, both layouts, against the
-/// double reference; the launched kernel is asserted.
+/// double reference; the launched kernel is asserted (one channel with filters at most 9
+/// wide: the single-channel kernel, tested on its own below).
 template <class T>
 void run_tensor_core_few_channel_cases() {
   namespace I = kcnn::Impl;
@@ -346,7 +362,9 @@ void run_tensor_core_few_channel_cases() {
               space, c, pool_of({c, pool(f.window, f.window, f.window, f.window, 0, 0, f.mode)}),
               {kcnn::ConvAlgo::TensorCoreGemm});
         }
-        EXPECT_TRUE(launched.saw("kcnn::conv2d::tensor_core_few_channels")) << c.name;
+        const bool single = I::single_channel_kernel_fits(problem_of(c, f.window, f.mode));
+        EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_few_channels"), !single) << c.name;
+        EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_single_channel"), single) << c.name;
         EXPECT_FALSE(launched.saw("kcnn::conv2d::tensor_core")) << c.name;
       }
   }
@@ -358,6 +376,164 @@ TEST(Conv2d16Bit, BfloatTensorCoreGemmFewChannels) {
 
 TEST(Conv2d16Bit, HalfTensorCoreGemmFewChannels) {
   run_tensor_core_few_channel_cases<Kokkos::Experimental::half_t>();
+}
+
+/// TensorCoreGemm's single-channel kernel (one input channel, filters at most 9 wide, unit
+/// stride and dilation; single_channel_kernel.hpp): 1x1 to 9x9 and rectangular filters,
+/// 1-16 filters (one to four groups of 4, the last partial), padding (odd W and padding:
+/// inputs at addresses not 4-byte aligned), odd extents, output rows in several blocks
+/// (tall image, 9x9 with 13 filters), columns in two blocks (W = 200), batch 1, with no
+/// pooling (NCHW column pairs and NHWC filter quads stored whole where aligned) and with
+/// 2x2 / 4x4 max and average pooling fused, both layouts, against the double reference;
+/// the launched kernel is asserted.
+template <class T>
+void run_tensor_core_single_channel_cases() {
+  namespace I = kcnn::Impl;
+  if constexpr (!I::has_tensor_cores_v<Kokkos::DefaultExecutionSpace> || sizeof(T) != 2) {
+    GTEST_SKIP() << "no tensor cores or no 16-bit type in this build";
+  } else {
+    using Space = Kokkos::DefaultExecutionSpace;
+    const Space space;
+    using kcnn::PoolMode;
+    struct SingleCase {
+      ConvCase conv;
+      int window;  ///< 0: no pooling
+      PoolMode mode;
+    };
+    const std::vector<SingleCase> cases = {
+        {{"one_m1_1x1", 1, 1, 5, 7, 1, 1, 1}, 0, PoolMode::Max},
+        {{"one_m5_3x3_pad1", 3, 1, 13, 17, 5, 3, 3, 1, 1, 1, 1}, 0, PoolMode::Max},
+        {{"one_m8_3x3_pad1_even_w", 2, 1, 20, 30, 8, 3, 3, 1, 1, 1, 1}, 0, PoolMode::Max},
+        {{"one_m12_5x5_pad2_max2", 2, 1, 11, 29, 12, 5, 5, 1, 1, 2, 2}, 2, PoolMode::Max},
+        {{"one_m16_7x7_w200_max4", 1, 1, 37, 200, 16, 7, 7, 1, 1, 3, 3}, 4, PoolMode::Max},
+        {{"one_m9_7x7_pad3", 2, 1, 9, 9, 9, 7, 7, 1, 1, 3, 3}, 0, PoolMode::Max},
+        {{"one_m8_3x3_avg2", 3, 1, 19, 23, 8, 3, 3}, 2, PoolMode::Average},
+        {{"one_m16_5x5_avg4", 2, 1, 21, 22, 16, 5, 5, 1, 1, 1, 1}, 4, PoolMode::Average},
+        {{"one_m7_2x9", 2, 1, 31, 45, 7, 2, 9}, 0, PoolMode::Max},
+        {{"one_m13_9x9_tall", 1, 1, 300, 33, 13, 9, 9, 1, 1, 4, 4}, 0, PoolMode::Max},
+        {{"one_m2_3x8_max2", 1, 1, 17, 130, 2, 3, 8, 1, 1, 1, 1}, 2, PoolMode::Max},
+        {{"one_m4_5x5_pad2_odd", 3, 1, 19, 21, 4, 5, 5, 1, 1, 2, 2}, 0, PoolMode::Max},
+        {{"lenet_c1_single", 2, 1, 86, 86, 4, 7, 7}, 2, PoolMode::Max},
+        {{"lenet5_c1_6x5x5", 2, 1, 32, 32, 6, 5, 5}, 2, PoolMode::Max},
+    };
+    const kcnn::Activation activations[] = {kcnn::Activation::ReLU, kcnn::Activation::Identity,
+                                            kcnn::Activation::Tanh};
+    int i = 0;
+    for (SingleCase f : cases)
+      for (auto layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
+        ConvCase& c = f.conv;
+        c.layout = layout;
+        c.bias = i % 2 == 0;
+        c.activation = activations[i % 3];
+        ++i;
+        ASSERT_TRUE(I::single_channel_kernel_fits(problem_of(c, f.window, f.mode))) << c.name;
+        const LaunchedKernels launched;
+        if (f.window == 0) {
+          check_conv<T>(space, c, kcnn::ConvAlgo::TensorCoreGemm);
+        } else {
+          check_fused_conv<T>(
+              space, c, pool_of({c, pool(f.window, f.window, f.window, f.window, 0, 0, f.mode)}),
+              {kcnn::ConvAlgo::TensorCoreGemm});
+        }
+        EXPECT_TRUE(launched.saw("kcnn::conv2d::tensor_core_single_channel")) << c.name;
+        EXPECT_FALSE(launched.saw("kcnn::conv2d::tensor_core_few_channels")) << c.name;
+        EXPECT_FALSE(launched.saw("kcnn::conv2d::tensor_core")) << c.name;
+      }
+  }
+}
+
+TEST(Conv2d16Bit, BfloatTensorCoreGemmSingleChannel) {
+  run_tensor_core_single_channel_cases<kcnn::bfloat16>();
+}
+
+TEST(Conv2d16Bit, HalfTensorCoreGemmSingleChannel) {
+  run_tensor_core_single_channel_cases<Kokkos::Experimental::half_t>();
+}
+
+/// Infinite and NaN inputs reach exactly the outputs whose windows hold them, in the
+/// kernels whose MMAs also multiply inputs outside an output's window by zero weights
+/// (the single-channel kernel's banded filter rows, the few-channel kernel's padded
+/// chunks) and in Auto's pick: NaN where the reference is NaN, the same infinity where it
+/// is infinite, the others within the bound. Identity activation (ReLU would hide NaN).
+template <class T>
+void run_non_finite_input_cases() {
+  namespace I = kcnn::Impl;
+  using Space = Kokkos::DefaultExecutionSpace;
+  const Space space;
+  struct NonFiniteCase {
+    ConvCase conv;
+    int window;
+  };
+  const std::vector<NonFiniteCase> cases = {
+      {{"inf_one_7x7_max2", 2, 1, 30, 30, 4, 7, 7}, 2},
+      {{"inf_one_5x5_pad2", 2, 1, 30, 31, 5, 5, 5, 1, 1, 2, 2}, 0},
+      {{"inf_four_7x7_max4", 2, 4, 24, 24, 16, 7, 7}, 4},
+      {{"inf_three_3x3", 1, 3, 17, 19, 6, 3, 3, 1, 1, 1, 1}, 0},
+  };
+  std::vector<kcnn::ConvAlgo> algos = {kcnn::ConvAlgo::Auto, kcnn::ConvAlgo::Tiled};
+  if (I::has_tensor_cores_v<Space> && sizeof(T) == 2)
+    algos.push_back(kcnn::ConvAlgo::TensorCoreGemm);
+  for (NonFiniteCase f : cases)
+    for (auto layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
+      ConvCase& c = f.conv;
+      c.layout = layout;
+      c.bias = true;
+      SCOPED_TRACE(type_name<T>() + " " + c.name + " " + kcnn::to_string(layout));
+      std::vector<double> xv = random_values(product(c.x_extents()), 11);
+      for (double& v : xv)
+        v = static_cast<double>(static_cast<T>(v));  // as stored
+      const double inf = std::numeric_limits<double>::infinity();
+      xv[xv.size() / 3 + 7] = inf;
+      xv[xv.size() / 2 + 3] = -inf;
+      xv[xv.size() - 40] = std::numeric_limits<double>::quiet_NaN();
+      const std::vector<double> wv = random_values(product(c.w_extents()), 22);
+      const std::vector<double> bv = random_values(c.M, 33);
+      const auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
+      const auto w = make_tensor<T, Space>("w", c.w_extents(), wv);
+      const auto bias = make_vector<T, Space>("bias", bv);
+      const auto wr = to_host(w), br = to_host(bias);
+      const PoolCase pc =
+          pool_of({c, pool(f.window, f.window, f.window, f.window, 0, 0, kcnn::PoolMode::Max)});
+      auto maybe_pool = [&](const std::vector<double>& v) {
+        return f.window ? host_pool2d(pc, v, {}) : v;
+      };
+      const auto want = maybe_pool(host_conv2d(c, xv, wr, br));
+      const auto scale = maybe_pool(conv_scale(c, xv, wr, br));
+      const auto ye = f.window ? pc.y_extents() : c.y_extents();
+      Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+      for (auto algo : algos) {
+        SCOPED_TRACE(kcnn::to_string(algo));
+        poison(y);
+        auto params = c.params();
+        params.algo = algo;
+        if (f.window) params.pool = pc.params();
+        kcnn::conv2d_forward(space, x, w, bias, y, params);
+        space.fence();
+        const auto got = to_host(y);
+        std::vector<double> got_finite = got, want_finite = want, scale_finite = scale;
+        std::size_t non_finite = 0, wrong = 0;
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          if (std::isfinite(want[i])) continue;
+          ++non_finite;
+          const bool same = std::isnan(want[i]) ? std::isnan(got[i]) : got[i] == want[i];
+          if (!same && wrong++ == 0)
+            ADD_FAILURE() << "output " << i << ": got " << got[i] << ", want " << want[i];
+          got_finite[i] = want_finite[i] = scale_finite[i] = 0;
+        }
+        EXPECT_GT(non_finite, 0u);
+        EXPECT_EQ(wrong, 0u);
+        expect_within_16bit_bound<T>(got_finite, want_finite, scale_finite,
+                                     double(c.C) * c.R * c.S + f.window * f.window);
+      }
+    }
+}
+
+TEST(Conv2d16Bit, BfloatNonFiniteInputsReachOnlyTheirWindows) {
+  run_non_finite_input_cases<kcnn::bfloat16>();
+}
+
+TEST(Conv2d16Bit, HalfNonFiniteInputsReachOnlyTheirWindows) {
+  run_non_finite_input_cases<Kokkos::Experimental::half_t>();
 }
 
 /// find_best_algo on a 16-bit problem: every algorithm that refuses the type (or, for

@@ -252,8 +252,12 @@ TEST(AlgoSelect, SixteenBitRules) {
       EXPECT_EQ(pick(pb, AlgoSet{ConvAlgo::Reference, ConvAlgo::Tiled, ConvAlgo::Im2colGemm}).algo,
                 ConvAlgo::Im2colGemm);
     }
-    EXPECT_EQ(pick(lenet_c1).algo, ConvAlgo::Tiled);
-    EXPECT_STREQ(pick(lenet_c1).reason, "device_16bit_few_filters");
+    EXPECT_EQ(pick(lenet_c1).algo, ConvAlgo::TensorCoreGemm);
+    EXPECT_STREQ(pick(lenet_c1).reason, "device_16bit_single_channel_tensor_cores");
+    EXPECT_EQ(pick(lenet_c1, AlgoSet{ConvAlgo::Reference, ConvAlgo::Tiled}).algo, ConvAlgo::Tiled);
+    // One channel, filters wider than 9: the few-channel kernel, below its threshold.
+    EXPECT_STREQ(pick(problem(10000, 1, 86, 86, 4, 7, 11, 1, 0, Layout::NCHW)).reason,
+                 "device_16bit_few_filters");
     EXPECT_EQ(pick(lenet_c3).algo, ConvAlgo::TensorCoreGemm);
     EXPECT_STREQ(pick(lenet_c3).reason, "device_16bit_few_channels_tensor_cores");
     EXPECT_EQ(pick(lenet_c3, AlgoSet{ConvAlgo::Reference, ConvAlgo::Tiled}).algo, ConvAlgo::Tiled);

@@ -59,6 +59,16 @@ KOKKOS_FORCEINLINE_FUNCTION T warp_shuffle_xor(T v, int mask) {
 #endif
 }
 
+/// Whether `v` holds in any lane of the warp (every lane of a full warp calls it); `v`
+/// itself where there are no warps.
+KOKKOS_FORCEINLINE_FUNCTION bool warp_any(bool v) {
+#if defined(__CUDA_ARCH__)
+  return __any_sync(0xffffffffu, v) != 0;
+#else
+  return v;
+#endif
+}
+
 /// The larger of a and b, NaN when either is NaN (pool2d's Max semantics), one
 /// max.NaN instruction on sm_80 and newer.
 KOKKOS_FORCEINLINE_FUNCTION float max_propagating_nan(float a, float b) {

@@ -18,7 +18,7 @@
 #include "../../common/problem.hpp"
 #include "../dispatch.hpp"
 #include "../registry.hpp"
-#include "../tensor_core/few_channels_kernel.hpp"
+#include "../tensor_core/few_channels_launch.hpp"
 #include "algo_cache.hpp"
 
 namespace kcnn::Impl {
@@ -229,10 +229,15 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
   using C = const AutoContext&;
   constexpr Target D = Target::Device, H = Target::Host;
   static const std::vector<AlgoRule> rules = {
-      // --- GPUs, 16-bit tensors (half_t, kcnn::bfloat16): TensorCoreGemm's few-channel
-      // kernel where it has enough multiply-adds per pixel, Tiled for other few filters,
+      // --- GPUs, 16-bit tensors (half_t, kcnn::bfloat16): TensorCoreGemm's single-channel
+      // kernel where it applies, its few-channel kernel where that has enough multiply-adds
+      // per pixel, Tiled for other few filters,
       // Im2colGemm (cublasGemmEx) for long reductions, else TensorCoreGemm's m16n8k16;
       // without tensor cores Im2colGemm, which led every ResNet layer among the others ----
+      {"device_16bit_single_channel_tensor_cores",
+       D,
+       [](P pb, C c) { return is_16bit(c.element) && single_channel_kernel_fits(pb); },
+       {A::TensorCoreGemm, A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
       {"device_16bit_few_channels_tensor_cores",
        D,
        [](P pb, C c) {

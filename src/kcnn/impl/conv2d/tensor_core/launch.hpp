@@ -451,7 +451,7 @@ std::size_t tensor_core_launch_nchw(const ExecSpace& space,
 }
 
 /// Whether TensorCoreGemm applies pb's pooling itself on T tensors: the few-channel
-/// kernel's 2x2 and 4x4 windows at their stride.
+/// kernels' 2x2 and 4x4 windows at their stride.
 template <class T>
 bool tensor_core_fuses_pool(const Conv2dProblem& pb) {
   return tensor_core_few_channels_fit<T>(pb);
@@ -465,11 +465,12 @@ bool tensor_core_fuses_pool(const Conv2dProblem& pb) {
 /// products), half_t and kcnn::bfloat16 tensors (exact products, float sums, one
 /// rounding at the store). 16-bit tensors with at most 4 input channels and 16 filters at
 /// unit stride and dilation run the few-channel kernel (few_channels_kernel.hpp, which
-/// fuses 2x2 and 4x4 pooling at their stride); those whose channel count is a multiple
-/// of 32 the channel-run kernel (channel_run_kernel.hpp); other 16-bit tensors the
-/// generic one.
+/// fuses 2x2 and 4x4 pooling at their stride; with one channel and filters at most 9
+/// wide its single-channel sibling, single_channel_kernel.hpp); those whose channel
+/// count is a multiple of 32 the channel-run kernel (channel_run_kernel.hpp); other
+/// 16-bit tensors the generic one.
 /// Returns the workspace bytes (within pb.workspace_limit_bytes): the few-channel
-/// kernel's weights in fragment order; NCHW's channels-last
+/// kernels' weights in fragment order; NCHW's channels-last
 /// copy of x where it is staged (and of w: double, 16-bit channel runs), the packed
 /// weights of float and of 16-bit outside channel runs (M rounded up to the block tile, K
 /// to 16 taps (float) or 32 (16-bit)) and, where K is split, the slices' partial sums
