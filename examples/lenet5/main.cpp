@@ -2,9 +2,15 @@
 // LeNet-5 (the seed project's modified version) on Fashion-MNIST, trained and run with
 // kcnn's forward and backward operations.
 //
-//   lenet5 train [--epochs E] [--batch B] [--lr LR] [--out weights.bin] [--data DIR]
-//   lenet5 infer [--weights weights.bin] [--batch B] [--limit N] [--data DIR]
+//   lenet5 train [--epochs E] [--batch B] [--lr LR] [--limit N] [--out FILE] [--data DIR]
+//   lenet5 infer [--weights FILE] [--batch B] [--limit N] [--data DIR]
 //                [--precision fp32|bf16|fp16] [--min-accuracy A] [--skip-missing-data]
+//   lenet5 --help
+//
+// Bad arguments are reported with the usage and exit code 2, before anything runs;
+// errors while running (files that cannot be read or written, a batch larger than the
+// data) with "lenet5: error: ..." and exit code 1. Arguments starting with --kokkos- go
+// to Kokkos.
 //
 // The 28x28 images are upsampled to 86x86 (bilinear, on the device), then
 //   conv 1->4 (7x7) + ReLU -> 2x2 max pool -> conv 4->16 (7x7) + ReLU -> 4x4 max pool
@@ -29,12 +35,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <random>
@@ -411,64 +419,117 @@ struct Options {
   float lr = 0.02f;
   double min_accuracy = -1;
   bool skip_missing_data = false;
-  std::string data = LENET5_DATA_DIR, weights = LENET5_DEFAULT_WEIGHTS, out = "lenet5_weights.bin";
+  /// (The default --out differs from the committed lenet5_weights.bin, which a run from
+  /// examples/lenet5 would otherwise overwrite.)
+  std::string data = LENET5_DATA_DIR, weights = LENET5_DEFAULT_WEIGHTS, out = "lenet5_trained.bin";
 };
 
-[[noreturn]] void usage(const char* why) {
+void print_usage(std::FILE* to) {
   std::fprintf(
-      stderr,
-      "%s\nusage: lenet5 train [--epochs E] [--batch B] [--lr LR] [--out FILE] [--data DIR]\n"
+      to,
+      "usage: lenet5 train [--epochs E] [--batch B] [--lr LR] [--limit N] [--out FILE]\n"
+      "                    [--data DIR] [--skip-missing-data]\n"
       "       lenet5 infer [--weights FILE] [--batch B] [--limit N] [--data DIR]\n"
       "                    [--precision fp32|bf16|fp16] [--min-accuracy A] [--skip-missing-data]\n"
-      "defaults: --data %s, --weights %s\n",
-      why, LENET5_DATA_DIR, LENET5_DEFAULT_WEIGHTS);
+      "       lenet5 --help\n"
+      "train: SGD with momentum on the first N training images (default all), batch B\n"
+      "  (default 64), E epochs (default 5) at the rate LR (default 0.02) except the last\n"
+      "  two of three or more epochs, at LR / 5 and LR / 25 (with two epochs the second at\n"
+      "  LR / 25); writes the weights to FILE (default lenet5_trained.bin).\n"
+      "infer: the first N test images (default all) in batches of B (default 10000), with\n"
+      "  the weights of FILE; --precision bf16|fp16 also runs them in 16 bits;\n"
+      "  --min-accuracy A (0 to 1) exits with 1 below A.\n"
+      "--skip-missing-data: exit with 77 (CTest's skip) where the data set is missing.\n"
+      "defaults: --data %s, --weights %s\n"
+      "Arguments starting with --kokkos- go to Kokkos (--kokkos-help lists them).\n",
+      LENET5_DATA_DIR, LENET5_DEFAULT_WEIGHTS);
+}
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr, "lenet5: %s\n", why.c_str());
+  print_usage(stderr);
   std::exit(2);
 }
 
-Options parse(int argc, char* argv[]) {
+/// The command line without the --kokkos-* arguments (those are Kokkos'): exits with 0
+/// after the usage for --help, with 2 after it for anything it cannot take.
+Options parse(const std::vector<std::string>& args) {
   Options o;
-  if (argc < 2) usage("missing command");
-  o.command = argv[1];
-  if (o.command != "train" && o.command != "infer") usage("unknown command");
-  for (int i = 2; i < argc; ++i) {
-    const std::string arg = argv[i];
+  for (const auto& a : args)
+    if (a == "--help" || a == "-h") {
+      print_usage(stdout);
+      std::exit(0);
+    }
+  if (args.empty()) usage("missing command (train or infer)");
+  o.command = args[0];
+  if (o.command != "train" && o.command != "infer") usage("unknown command '" + o.command + "'");
+  const bool train = o.command == "train";
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& arg = args[i];
     auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(("missing value after " + arg).c_str());
-      return argv[++i];
+      if (i + 1 >= args.size()) usage("missing value after " + arg);
+      return args[++i];
+    };
+    auto only = [&](bool for_train) {
+      if (for_train != train) usage(arg + " is not an option of lenet5 " + o.command);
     };
     auto positive = [&](const std::string& v) {
       char* end = nullptr;
+      errno = 0;
       const long n = std::strtol(v.c_str(), &end, 10);
-      if (!end || *end || n < 1 || n > (1 << 30))
-        usage((arg + " needs a positive integer").c_str());
+      if (v.empty() || *end || errno || n < 1 || n > (1 << 30))
+        usage(arg + " needs a positive integer, not '" + v + "'");
       return static_cast<int>(n);
     };
+    // A finite number in [low, high] (low excluded where `open_low`).
+    auto number = [&](const std::string& v, double low, double high, bool open_low,
+                      const char* what) {
+      char* end = nullptr;
+      const double d = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !std::isfinite(d) || d < low || (open_low && d == low) || d > high)
+        usage(arg + " needs " + what + ", not '" + v + "'");
+      return d;
+    };
     if (arg == "--epochs")
-      o.epochs = positive(value());
-    else if (arg == "--batch")
+      only(true), o.epochs = positive(value());
+    else if (arg == "--lr")
+      only(true), o.lr = static_cast<float>(number(value(), 0, 100, true, "a rate above 0"));
+    else if (arg == "--out")
+      only(true), o.out = value();
+    else if (arg == "--weights")
+      only(false), o.weights = value();
+    else if (arg == "--min-accuracy")
+      only(false), o.min_accuracy = number(value(), 0, 1, false, "an accuracy from 0 to 1");
+    else if (arg == "--precision") {
+      only(false), o.precision = value();
+      if (o.precision != "fp32" && o.precision != "bf16" && o.precision != "fp16")
+        usage("--precision takes fp32, bf16 or fp16, not '" + o.precision + "'");
+    } else if (arg == "--batch")
       o.batch = positive(value());
     else if (arg == "--limit")
       o.limit = positive(value());
-    else if (arg == "--lr")
-      o.lr = std::stof(value());
-    else if (arg == "--out")
-      o.out = value();
-    else if (arg == "--weights")
-      o.weights = value();
     else if (arg == "--data")
       o.data = value();
-    else if (arg == "--min-accuracy")
-      o.min_accuracy = std::stod(value());
     else if (arg == "--skip-missing-data")
       o.skip_missing_data = true;
-    else if (arg == "--precision") {
-      o.precision = value();
-      if (o.precision != "fp32" && o.precision != "bf16" && o.precision != "fp16")
-        usage("--precision takes fp32, bf16 or fp16");
-    } else
-      usage(("unknown option " + arg).c_str());
+    else
+      usage("unknown option '" + arg + "' for lenet5 " + o.command);
   }
   return o;
+}
+
+/// Fails before training when `path` cannot be written (rather than after the epochs):
+/// opens it for appending, and removes it again if it did not exist.
+void check_writable(const std::string& path) {
+  if (std::filesystem::is_directory(path))
+    throw std::runtime_error("--out " + path + " is a directory");
+  const bool existed = static_cast<bool>(std::ifstream(path));
+  {
+    std::ofstream probe(path, std::ios::binary | std::ios::app);
+    if (!probe)
+      throw std::runtime_error("cannot write --out " + path + ": " + std::strerror(errno));
+  }
+  if (!existed) std::remove(path.c_str());
 }
 
 /// An unmanaged host View of a std::vector's elements (for deep_copy).
@@ -518,9 +579,26 @@ double evaluate(const Layers& net, const DeviceData& data, int count, int batch)
 }
 
 int train(const Options& o) {
-  const Dataset train_set = load_fashion_mnist(o.data, "train");
-  const Dataset test_set = load_fashion_mnist(o.data, "t10k");
+  check_writable(o.out);
+  Dataset train_set, test_set;
+  try {
+    train_set = load_fashion_mnist(o.data, "train");
+    test_set = load_fashion_mnist(o.data, "t10k");
+  } catch (const DataMissing& e) {
+    if (!o.skip_missing_data) throw;
+    std::printf("skipped: %s\n", e.what());
+    return 77;  // CTest's SKIP_RETURN_CODE
+  }
+  if (o.limit && o.limit < train_set.count) {  // the first N images
+    train_set.count = o.limit;
+    train_set.images.resize(std::size_t(o.limit) * kImage * kImage);
+    train_set.labels.resize(o.limit);
+  }
   const int batch = o.batch ? o.batch : 64;
+  if (batch > train_set.count)
+    throw std::runtime_error("--batch " + std::to_string(batch) + " exceeds the " +
+                             std::to_string(train_set.count) +
+                             " training images: no step could run");
   const DeviceData train_data(train_set), test_data(test_set);
 
   const std::vector<float> init = initial_weights(20261122);
@@ -539,8 +617,11 @@ int train(const Options& o) {
               Space::name(), train_set.count, batch, o.epochs, double(o.lr));
   for (int epoch = 0; epoch < o.epochs; ++epoch) {
     // Step schedule: the full rate, then a fifth for the second-to-last epoch and a
-    // twenty-fifth for the last, to settle into a minimum.
-    const float lr = o.lr * (epoch < o.epochs - 2 ? 1.0f : epoch < o.epochs - 1 ? 0.2f : 0.04f);
+    // twenty-fifth for the last, to settle into a minimum; the first epoch always runs
+    // at the rate given.
+    const float lr = epoch == 0 || epoch < o.epochs - 2 ? o.lr
+                     : epoch < o.epochs - 1             ? o.lr * 0.2f
+                                                        : o.lr * 0.04f;
     std::shuffle(order.begin(), order.end(), shuffle_rng);
     train_data.set_order(order);
     const auto t0 = std::chrono::steady_clock::now();
@@ -728,8 +809,23 @@ int infer(const Options& o) {
 }  // namespace
 
 int main(int argc, char* argv[]) {
-  Kokkos::ScopeGuard kokkos(argc, argv);
-  const Options o = parse(argc, argv);
+  // The arguments are read before Kokkos starts (so that --help is ours); Kokkos gets
+  // the --kokkos-* ones.
+  std::vector<std::string> args;
+  std::vector<char*> kokkos_args = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--kokkos-", 9) == 0)
+      kokkos_args.push_back(argv[i]);
+    else
+      args.push_back(argv[i]);
+  }
+  const Options o = parse(args);
+  // libgomp read OMP_PROC_BIND when the program loaded: unset, it binds no threads, and
+  // Kokkos would print a warning about it on every run. Set it to what holds.
+  setenv("OMP_PROC_BIND", "false", 0);
+  int kokkos_argc = static_cast<int>(kokkos_args.size());
+  kokkos_args.push_back(nullptr);
+  Kokkos::ScopeGuard kokkos(kokkos_argc, kokkos_args.data());
   try {
     return o.command == "train" ? train(o) : infer(o);
   } catch (const std::exception& e) {

@@ -24,6 +24,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
@@ -106,6 +107,9 @@ inline void save_weights(const std::string& path, const std::vector<float>& floa
 }
 
 inline std::vector<float> load_weights(const std::string& path) {
+  // (A directory opens as a stream on Linux and fails only when read.)
+  if (std::filesystem::is_directory(path))
+    throw std::runtime_error(path + " is a directory, not a lenet5 weights file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot open the weights file " + path);
   const std::vector<unsigned char> file((std::istreambuf_iterator<char>(in)),
