@@ -305,6 +305,42 @@ void check_fused_conv(const Space& space, const ConvCase& c, const PoolCase& pc,
   }
 }
 
+/// A case of TensorCoreGemm's direct kernels for few channels: the convolution and its
+/// fused window x window pooling at its stride (window 0: none).
+struct FewChannelCase {
+  ConvCase conv;
+  int window;
+  kcnn::PoolMode mode;
+};
+
+/// TensorCoreGemm on each case in both layouts (bias on every other run; ReLU, Identity
+/// and Tanh in turn) against the double reference, y poisoned first;
+/// `check_launch(f, launched)` then asserts which kernel ran.
+template <class T, class CheckLaunch>
+void run_few_channel_cases(const std::vector<FewChannelCase>& cases, CheckLaunch&& check_launch) {
+  const Kokkos::DefaultExecutionSpace space;
+  const kcnn::Activation activations[] = {kcnn::Activation::ReLU, kcnn::Activation::Identity,
+                                          kcnn::Activation::Tanh};
+  int i = 0;
+  for (FewChannelCase f : cases)
+    for (auto layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
+      ConvCase& c = f.conv;
+      c.layout = layout;
+      c.bias = i % 2 == 0;
+      c.activation = activations[i % 3];
+      ++i;
+      const LaunchedKernels launched;
+      if (f.window == 0) {
+        check_conv<T>(space, c, kcnn::ConvAlgo::TensorCoreGemm);
+      } else {
+        check_fused_conv<T>(
+            space, c, pool_of({c, pool(f.window, f.window, f.window, f.window, 0, 0, f.mode)}),
+            {kcnn::ConvAlgo::TensorCoreGemm});
+      }
+      check_launch(f, launched);
+    }
+}
+
 /// TensorCoreGemm's few-channel kernel (at most 4 channels and 16 filters at unit stride
 /// and dilation; few_channels_kernel.hpp): 1-4 channels (3: padded to 4 in scratch), 1-16
 /// filters (one or two n8 tiles), 1x1 to 7x7 and rectangular filters (one 16-byte chunk
@@ -320,15 +356,8 @@ void run_tensor_core_few_channel_cases() {
   if constexpr (!I::has_tensor_cores_v<Kokkos::DefaultExecutionSpace> || sizeof(T) != 2) {
     GTEST_SKIP() << "no tensor cores or no 16-bit type in this build";
   } else {
-    using Space = Kokkos::DefaultExecutionSpace;
-    const Space space;
     using kcnn::PoolMode;
-    struct FewCase {
-      ConvCase conv;
-      int window;  ///< 0: no pooling
-      PoolMode mode;
-    };
-    const std::vector<FewCase> cases = {
+    const std::vector<FewChannelCase> cases = {
         {{"few_c3_m5_3x3_pad1", 3, 3, 13, 17, 5, 3, 3, 1, 1, 1, 1}, 0, PoolMode::Max},
         {{"few_c2_m12_5x5_pad2", 2, 2, 11, 29, 12, 5, 5, 1, 1, 2, 2}, 2, PoolMode::Max},
         {{"few_c1_m16_7x7_w200", 1, 1, 37, 200, 16, 7, 7, 1, 1, 3, 3}, 4, PoolMode::Max},
@@ -339,34 +368,20 @@ void run_tensor_core_few_channel_cases() {
         {{"few_c2_m3_7x7", 2, 2, 12, 12, 3, 7, 7}, 0, PoolMode::Max},
         {{"few_c4_m7_3x5_odd_chunks", 2, 4, 10, 13, 7, 3, 5, 1, 1, 1, 2}, 0, PoolMode::Max},
         {{"few_c1_m6_5x3", 2, 1, 17, 9, 6, 5, 3, 1, 1, 0, 1}, 2, PoolMode::Max},
+        // one channel, 11 wide: past the single-channel kernel, 8 shifted window copies
+        {{"few_c1_m5_3x11_pad5", 2, 1, 15, 40, 5, 3, 11, 1, 1, 1, 5}, 2, PoolMode::Max},
         // 2x31: a window row of 162 positions at 128 columns, narrowed to 124 (two blocks)
         {{"few_c4_m2_2x31_narrowed", 1, 4, 5, 128, 2, 2, 31, 1, 1, 0, 15}, 0, PoolMode::Max},
         {{"lenet_c1_few", 2, 1, 86, 86, 4, 7, 7}, 2, PoolMode::Max},
         {{"lenet_c3_few", 3, 4, 40, 40, 16, 7, 7}, 4, PoolMode::Max},
     };
-    const kcnn::Activation activations[] = {kcnn::Activation::ReLU, kcnn::Activation::Identity,
-                                            kcnn::Activation::Tanh};
-    int i = 0;
-    for (FewCase f : cases)
-      for (auto layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
-        ConvCase& c = f.conv;
-        c.layout = layout;
-        c.bias = i % 2 == 0;
-        c.activation = activations[i % 3];
-        ++i;
-        const LaunchedKernels launched;
-        if (f.window == 0) {
-          check_conv<T>(space, c, kcnn::ConvAlgo::TensorCoreGemm);
-        } else {
-          check_fused_conv<T>(
-              space, c, pool_of({c, pool(f.window, f.window, f.window, f.window, 0, 0, f.mode)}),
-              {kcnn::ConvAlgo::TensorCoreGemm});
-        }
-        const bool single = I::single_channel_kernel_fits(problem_of(c, f.window, f.mode));
-        EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_few_channels"), !single) << c.name;
-        EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_single_channel"), single) << c.name;
-        EXPECT_FALSE(launched.saw("kcnn::conv2d::tensor_core")) << c.name;
-      }
+    run_few_channel_cases<T>(cases, [](const FewChannelCase& f, const LaunchedKernels& launched) {
+      const ConvCase& c = f.conv;
+      const bool single = I::single_channel_kernel_fits(problem_of(c, f.window, f.mode));
+      EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_few_channels"), !single) << c.name;
+      EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_single_channel"), single) << c.name;
+      EXPECT_FALSE(launched.saw("kcnn::conv2d::tensor_core")) << c.name;
+    });
   }
 }
 
@@ -392,15 +407,8 @@ void run_tensor_core_single_channel_cases() {
   if constexpr (!I::has_tensor_cores_v<Kokkos::DefaultExecutionSpace> || sizeof(T) != 2) {
     GTEST_SKIP() << "no tensor cores or no 16-bit type in this build";
   } else {
-    using Space = Kokkos::DefaultExecutionSpace;
-    const Space space;
     using kcnn::PoolMode;
-    struct SingleCase {
-      ConvCase conv;
-      int window;  ///< 0: no pooling
-      PoolMode mode;
-    };
-    const std::vector<SingleCase> cases = {
+    const std::vector<FewChannelCase> cases = {
         {{"one_m1_1x1", 1, 1, 5, 7, 1, 1, 1}, 0, PoolMode::Max},
         {{"one_m5_3x3_pad1", 3, 1, 13, 17, 5, 3, 3, 1, 1, 1, 1}, 0, PoolMode::Max},
         {{"one_m8_3x3_pad1_even_w", 2, 1, 20, 30, 8, 3, 3, 1, 1, 1, 1}, 0, PoolMode::Max},
@@ -416,29 +424,13 @@ void run_tensor_core_single_channel_cases() {
         {{"lenet_c1_single", 2, 1, 86, 86, 4, 7, 7}, 2, PoolMode::Max},
         {{"lenet5_c1_6x5x5", 2, 1, 32, 32, 6, 5, 5}, 2, PoolMode::Max},
     };
-    const kcnn::Activation activations[] = {kcnn::Activation::ReLU, kcnn::Activation::Identity,
-                                            kcnn::Activation::Tanh};
-    int i = 0;
-    for (SingleCase f : cases)
-      for (auto layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
-        ConvCase& c = f.conv;
-        c.layout = layout;
-        c.bias = i % 2 == 0;
-        c.activation = activations[i % 3];
-        ++i;
-        ASSERT_TRUE(I::single_channel_kernel_fits(problem_of(c, f.window, f.mode))) << c.name;
-        const LaunchedKernels launched;
-        if (f.window == 0) {
-          check_conv<T>(space, c, kcnn::ConvAlgo::TensorCoreGemm);
-        } else {
-          check_fused_conv<T>(
-              space, c, pool_of({c, pool(f.window, f.window, f.window, f.window, 0, 0, f.mode)}),
-              {kcnn::ConvAlgo::TensorCoreGemm});
-        }
-        EXPECT_TRUE(launched.saw("kcnn::conv2d::tensor_core_single_channel")) << c.name;
-        EXPECT_FALSE(launched.saw("kcnn::conv2d::tensor_core_few_channels")) << c.name;
-        EXPECT_FALSE(launched.saw("kcnn::conv2d::tensor_core")) << c.name;
-      }
+    run_few_channel_cases<T>(cases, [](const FewChannelCase& f, const LaunchedKernels& launched) {
+      const ConvCase& c = f.conv;
+      EXPECT_TRUE(I::single_channel_kernel_fits(problem_of(c, f.window, f.mode))) << c.name;
+      EXPECT_TRUE(launched.saw("kcnn::conv2d::tensor_core_single_channel")) << c.name;
+      EXPECT_FALSE(launched.saw("kcnn::conv2d::tensor_core_few_channels")) << c.name;
+      EXPECT_FALSE(launched.saw("kcnn::conv2d::tensor_core")) << c.name;
+    });
   }
 }
 

@@ -88,6 +88,28 @@ void few_channels_check_launch(const Conv2dProblem& pb, const LogicalStrides& xs
            " (Conv2dParams::workspace_limit_bytes, kcnn::set_workspace_limit)");
 }
 
+/// The operands and shape fields both kernels of the family share (x, y and their
+/// strides within an image, the bias, the packed weights, the extents, the epilogue),
+/// from layout-L kernel Views.
+template <Layout L, class Kernel, class XView, class BView, class YView>
+void few_channels_set_operands(Kernel& k, const XView& x, const BView& bias, const YView& y,
+                               const Conv2dProblem& pb, const std::uint32_t* fragments) {
+  const LogicalStrides xs = logical_strides<L>(x), ys = logical_strides<L>(y);
+  k.x = x.data(), k.x_image_stride = xs.n;
+  k.xs = {0, static_cast<int>(xs.c), static_cast<int>(xs.h), static_cast<int>(xs.w)};
+  k.y = y.data(), k.y_image_stride = ys.n;
+  k.ys = {0, static_cast<int>(ys.c), static_cast<int>(ys.h), static_cast<int>(ys.w)};
+  k.bias = pb.has_bias ? bias.data() : nullptr;
+  k.w_fragments = fragments;
+  k.H = static_cast<int>(pb.H), k.W = static_cast<int>(pb.W);
+  k.M = static_cast<int>(pb.M), k.S = static_cast<int>(pb.S);
+  k.P = static_cast<int>(pb.P), k.Q = static_cast<int>(pb.Q);
+  k.pad_h = static_cast<int>(pb.pad_h), k.pad_w = static_cast<int>(pb.pad_w);
+  k.P_pooled = static_cast<int>(pb.P_pooled), k.Q_pooled = static_cast<int>(pb.Q_pooled);
+  k.activation = pb.activation;
+  k.pool_mode = pb.pool.mode, k.pool_activation = pb.pool.activation;
+}
+
 /// Runs (or with LaunchMode::Check only plans) the single-channel kernel on layout-L
 /// kernel Views (pb fits: tensor_core_single_channel_fit<T>). Returns the workspace
 /// bytes: w in fragment order (filter groups x R x 1 KB).
@@ -113,19 +135,7 @@ std::size_t tensor_core_launch_single_channel(const ExecSpace& space, const XVie
   Kokkos::parallel_for("kcnn::conv2d::tensor_core_single_channel_weights",
                        Kokkos::RangePolicy<ExecSpace>(space, 0, plan.weights_bytes() / 8), pack);
   Kernel k;
-  k.x = x.data(), k.x_image_stride = xs.n;
-  k.xs = {0, static_cast<int>(xs.c), static_cast<int>(xs.h), static_cast<int>(xs.w)};
-  k.y = y.data(), k.y_image_stride = ys.n;
-  k.ys = {0, static_cast<int>(ys.c), static_cast<int>(ys.h), static_cast<int>(ys.w)};
-  k.bias = pb.has_bias ? bias.data() : nullptr;
-  k.w_fragments = fragments;
-  k.H = static_cast<int>(pb.H), k.W = static_cast<int>(pb.W);
-  k.M = static_cast<int>(pb.M), k.S = static_cast<int>(pb.S);
-  k.P = static_cast<int>(pb.P), k.Q = static_cast<int>(pb.Q);
-  k.pad_h = static_cast<int>(pb.pad_h), k.pad_w = static_cast<int>(pb.pad_w);
-  k.P_pooled = static_cast<int>(pb.P_pooled), k.Q_pooled = static_cast<int>(pb.Q_pooled);
-  k.activation = pb.activation;
-  k.pool_mode = pb.pool.mode, k.pool_activation = pb.pool.activation;
+  few_channels_set_operands<L>(k, x, bias, y, pb, fragments);
   k.plan = plan;
   Kokkos::parallel_for("kcnn::conv2d::tensor_core_single_channel",
                        Policy(space, static_cast<int>(league), kFewChannelsThreads)
@@ -142,21 +152,9 @@ void tensor_core_launch_few_channels_as(const ExecSpace& space, const XView& x, 
   using Kernel = TensorCoreFewChannelsKernel<T, Cs, NI, ExecSpace>;
   using Policy =
       BoundedTeamPolicy<ExecSpace, kFewChannelsThreads, kFewChannelsTeamsPerMultiprocessor>;
-  const LogicalStrides xs = logical_strides<L>(x), ys = logical_strides<L>(y);
   Kernel k;
-  k.x = x.data(), k.x_image_stride = xs.n;
-  k.xs = {0, static_cast<int>(xs.c), static_cast<int>(xs.h), static_cast<int>(xs.w)};
-  k.y = y.data(), k.y_image_stride = ys.n;
-  k.ys = {0, static_cast<int>(ys.c), static_cast<int>(ys.h), static_cast<int>(ys.w)};
-  k.bias = pb.has_bias ? bias.data() : nullptr;
-  k.w_fragments = fragments;
-  k.C = static_cast<int>(pb.C), k.H = static_cast<int>(pb.H), k.W = static_cast<int>(pb.W);
-  k.M = static_cast<int>(pb.M), k.S = static_cast<int>(pb.S);
-  k.P = static_cast<int>(pb.P), k.Q = static_cast<int>(pb.Q);
-  k.pad_h = static_cast<int>(pb.pad_h), k.pad_w = static_cast<int>(pb.pad_w);
-  k.P_pooled = static_cast<int>(pb.P_pooled), k.Q_pooled = static_cast<int>(pb.Q_pooled);
-  k.activation = pb.activation;
-  k.pool_mode = pb.pool.mode, k.pool_activation = pb.pool.activation;
+  few_channels_set_operands<L>(k, x, bias, y, pb, fragments);
+  k.C = static_cast<int>(pb.C);
   k.plan = plan;
   Kokkos::parallel_for("kcnn::conv2d::tensor_core_few_channels",
                        Policy(space, static_cast<int>(league), kFewChannelsThreads)
