@@ -67,7 +67,7 @@ inline constexpr int kSingleChannelMaxBlockWidth = 128;
 struct SingleChannelPlan {
   int TH = 0, TW = 0;  ///< block of output pixels (multiples of 16)
   int HT = 0;          ///< window rows: TH + R - 1
-  int WTP = 0;         ///< window positions per row: TW + 8 (an MMA reads 16 from 8 c)
+  int WTP = 0;         ///< window positions per row: TW + 8 (the last block's MMA reads 16)
   int pitch = 0;       ///< bytes between window rows: an odd multiple of 16
   int R = 0;
   int filter_groups = 0;  ///< ceil(M / 4)
