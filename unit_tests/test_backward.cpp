@@ -17,63 +17,8 @@ using kcnn::Activation;
 using kcnn::Layout;
 using kcnn::PoolMode;
 
-// ---------------------------------------------------------------------------------
-// Independent host gradients (double), written from the definitions
-// ---------------------------------------------------------------------------------
-
-std::size_t x_index(const ConvCase& c, int n, int ch, int h, int w) {
-  return c.nhwc() ? ((static_cast<std::size_t>(n) * c.H + h) * c.W + w) * c.C + ch
-                  : ((static_cast<std::size_t>(n) * c.C + ch) * c.H + h) * c.W + w;
-}
-std::size_t w_index(const ConvCase& c, int m, int ch, int r, int s) {
-  return c.nhwc() ? ((static_cast<std::size_t>(m) * c.R + r) * c.S + s) * c.C + ch
-                  : ((static_cast<std::size_t>(m) * c.C + ch) * c.R + r) * c.S + s;
-}
-std::size_t y_index(const ConvCase& c, int n, int m, int p, int q) {
-  return c.nhwc() ? ((static_cast<std::size_t>(n) * c.P() + p) * c.Q() + q) * c.M + m
-                  : ((static_cast<std::size_t>(n) * c.M + m) * c.P() + p) * c.Q() + q;
-}
-
-/// Calls f(n, m, ch, p, q, r, s, h, w) for every multiply-add of the convolution that
-/// reads a real (not padded) input cell.
-template <class F>
-void for_each_mac(const ConvCase& c, F&& f) {
-  for (int n = 0; n < c.N; ++n)
-    for (int m = 0; m < c.M; ++m)
-      for (int p = 0; p < c.P(); ++p)
-        for (int q = 0; q < c.Q(); ++q)
-          for (int ch = 0; ch < c.C; ++ch)
-            for (int r = 0; r < c.R; ++r)
-              for (int s = 0; s < c.S; ++s) {
-                const int h = p * c.stride_h - c.pad_h + r * c.dilation_h;
-                const int w = q * c.stride_w - c.pad_w + s * c.dilation_w;
-                if (h >= 0 && h < c.H && w >= 0 && w < c.W) f(n, m, ch, p, q, r, s, h, w);
-              }
-}
-
-std::vector<double> host_backward_data(const ConvCase& c, const std::vector<double>& dy,
-                                       const std::vector<double>& w) {
-  std::vector<double> dx(product(c.x_extents()), 0.0);
-  for_each_mac(c, [&](int n, int m, int ch, int p, int q, int r, int s, int h, int wc) {
-    dx[x_index(c, n, ch, h, wc)] += dy[y_index(c, n, m, p, q)] * w[w_index(c, m, ch, r, s)];
-  });
-  return dx;
-}
-
-void host_backward_weights(const ConvCase& c, const std::vector<double>& x,
-                           const std::vector<double>& dy, std::vector<double>& dw,
-                           std::vector<double>& db) {
-  dw.assign(product(c.w_extents()), 0.0);
-  db.assign(c.M, 0.0);
-  for_each_mac(c, [&](int n, int m, int ch, int p, int q, int r, int s, int h, int wc) {
-    dw[w_index(c, m, ch, r, s)] += dy[y_index(c, n, m, p, q)] * x[x_index(c, n, ch, h, wc)];
-  });
-  for (int n = 0; n < c.N; ++n)
-    for (int m = 0; m < c.M; ++m)
-      for (int p = 0; p < c.P(); ++p)
-        for (int q = 0; q < c.Q(); ++q)
-          db[m] += dy[y_index(c, n, m, p, q)];
-}
+// The host gradients (host_backward_data, host_backward_weights, host_pool_backward)
+// are in reference.hpp.
 
 double dot(const std::vector<double>& a, const std::vector<double>& b) {
   return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);
@@ -387,50 +332,6 @@ TEST(Conv2dBackwardViews, EmptyBatchAndNoFilters) {
 // ---------------------------------------------------------------------------------
 // Pooling backward
 // ---------------------------------------------------------------------------------
-
-std::size_t pool_x_index(const PoolCase& c, int n, int ch, int h, int w) {
-  return c.nhwc() ? ((static_cast<std::size_t>(n) * c.H + h) * c.W + w) * c.C + ch
-                  : ((static_cast<std::size_t>(n) * c.C + ch) * c.H + h) * c.W + w;
-}
-std::size_t pool_y_index(const PoolCase& c, int n, int ch, int p, int q) {
-  return c.nhwc() ? ((static_cast<std::size_t>(n) * c.P() + p) * c.Q() + q) * c.C + ch
-                  : ((static_cast<std::size_t>(n) * c.C + ch) * c.P() + p) * c.Q() + q;
-}
-
-/// Scatters every output gradient onto its window: Max to the first strictly largest
-/// real cell in row-major window order, Average dy/divisor to every real cell with
-/// PyTorch's divisor (as host_pool2d).
-std::vector<double> host_pool_backward(const PoolCase& c, const std::vector<double>& x,
-                                       const std::vector<double>& dy) {
-  std::vector<double> dx(product(c.x_extents()), 0.0);
-  for (int n = 0; n < c.N; ++n)
-    for (int ch = 0; ch < c.C; ++ch)
-      for (int p = 0; p < c.P(); ++p)
-        for (int q = 0; q < c.Q(); ++q) {
-          const int hs = p * c.stride_h - c.pad_h, ws = q * c.stride_w - c.pad_w;
-          const int padded = (std::min(hs + c.window_h, c.H + c.pad_h) - hs) *
-                             (std::min(ws + c.window_w, c.W + c.pad_w) - ws);
-          std::vector<std::size_t> cells;
-          for (int r = 0; r < c.window_h; ++r)
-            for (int s = 0; s < c.window_w; ++s) {
-              const int h = hs + r, w = ws + s;
-              if (h >= 0 && h < c.H && w >= 0 && w < c.W)
-                cells.push_back(pool_x_index(c, n, ch, h, w));
-            }
-          const double g = dy[pool_y_index(c, n, ch, p, q)];
-          if (c.mode == PoolMode::Max) {
-            std::size_t best = cells[0];
-            for (std::size_t cell : cells)
-              if (x[cell] > x[best]) best = cell;
-            dx[best] += g;
-          } else {
-            const double divisor = c.count_include_pad ? padded : double(cells.size());
-            for (std::size_t cell : cells)
-              dx[cell] += g / divisor;
-          }
-        }
-  return dx;
-}
 
 struct PoolParam {
   PoolCase c;

@@ -10,65 +10,7 @@ namespace {
 
 using kcnn::Layout;
 
-/// Flat index of x(n, ch, h, w) in the case's layout.
-std::size_t x_index(const ConvCase& c, int n, int ch, int h, int w) {
-  return c.nhwc() ? ((static_cast<std::size_t>(n) * c.H + h) * c.W + w) * c.C + ch
-                  : ((static_cast<std::size_t>(n) * c.C + ch) * c.H + h) * c.W + w;
-}
-
-/// Flat row-major index of the unrolled entry of (image b of the slice, channel ch,
-/// filter tap (r, s), output pixel (p, q)), written out from the definition.
-std::size_t cols_index(const ConvCase& c, int n_slice, int b, int ch, int r, int s, int p, int q) {
-  const std::size_t P = c.P(), Q = c.Q(), K = std::size_t(c.C) * c.R * c.S;
-  const std::size_t pixel = (b * P + p) * Q + q;
-  if (c.nhwc()) return pixel * K + (std::size_t(r) * c.S + s) * c.C + ch;
-  const std::size_t row = (std::size_t(ch) * c.R + r) * c.S + s;
-  return row * (n_slice * P * Q) + pixel;
-}
-
-/// Calls f(b, ch, r, s, p, q, h, w) for every entry of the slice's unrolled matrix.
-template <class F>
-void for_each_entry(const ConvCase& c, int n_slice, F&& f) {
-  for (int b = 0; b < n_slice; ++b)
-    for (int ch = 0; ch < c.C; ++ch)
-      for (int r = 0; r < c.R; ++r)
-        for (int s = 0; s < c.S; ++s)
-          for (int p = 0; p < c.P(); ++p)
-            for (int q = 0; q < c.Q(); ++q) {
-              const int h = p * c.stride_h - c.pad_h + r * c.dilation_h;
-              const int w = q * c.stride_w - c.pad_w + s * c.dilation_w;
-              f(b, ch, r, s, p, q, h, w);
-            }
-}
-
-bool inside(const ConvCase& c, int h, int w) {
-  return h >= 0 && h < c.H && w >= 0 && w < c.W;
-}
-
-/// The unrolled matrix of images [b0, b0 + n), built independently on the host.
-std::vector<double> host_im2col(const ConvCase& c, const std::vector<double>& x, int b0, int n) {
-  std::vector<double> cols(std::size_t(c.C) * c.R * c.S * n * c.P() * c.Q(), -7.0);
-  for_each_entry(c, n, [&](int b, int ch, int r, int s, int p, int q, int h, int w) {
-    cols[cols_index(c, n, b, ch, r, s, p, q)] =
-        inside(c, h, w) ? x[x_index(c, b0 + b, ch, h, w)] : 0.0;
-  });
-  return cols;
-}
-
-/// col2im on the host: x's slice zeroed, then every entry added where im2col took it.
-std::vector<double> host_col2im(const ConvCase& c, const std::vector<double>& cols,
-                                std::vector<double> x, int b0, int n) {
-  for (int b = 0; b < n; ++b)
-    for (int ch = 0; ch < c.C; ++ch)
-      for (int h = 0; h < c.H; ++h)
-        for (int w = 0; w < c.W; ++w)
-          x[x_index(c, b0 + b, ch, h, w)] = 0.0;
-  for_each_entry(c, n, [&](int b, int ch, int r, int s, int p, int q, int h, int w) {
-    if (inside(c, h, w))
-      x[x_index(c, b0 + b, ch, h, w)] += cols[cols_index(c, n, b, ch, r, s, p, q)];
-  });
-  return x;
-}
+// host_im2col and host_col2im are in reference.hpp.
 
 template <class T>
 std::vector<double> rounded(std::vector<double> v) {

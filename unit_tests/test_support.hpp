@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /// \file test_support.hpp
-/// \brief What every kcnn test needs: random host tensors, an independent
-///        double-precision convolution on the host, device Views made from host data,
-///        the list of execution spaces to run on, and the tolerance rule.
+/// \brief What every kcnn test needs: the shape families, device Views made from host
+///        data, the list of execution spaces to run on, and the tolerance rule; the
+///        double-precision host references are in reference.hpp.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <Kokkos_Core.hpp>
 #include <kcnn/kcnn.hpp>
+
+#include "reference.hpp"
 
 #include <algorithm>
 #include <array>
@@ -22,41 +24,6 @@
 #include <vector>
 
 namespace kcnn_test {
-
-/// One convolution problem, described the way a user would.
-struct ConvCase {
-  std::string name;
-  int N, C, H, W, M, R, S;
-  int stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
-  kcnn::Layout layout = kcnn::Layout::NCHW;
-  kcnn::Activation activation = kcnn::Activation::Identity;
-  bool bias = false;
-  kcnn::MathMode math = kcnn::MathMode::Strict;  ///< for float; double cases run Strict
-  std::size_t workspace_limit_bytes = 0;         ///< 0: kcnn::workspace_limit()
-
-  kcnn::Conv2dParams params() const {
-    kcnn::Conv2dParams p;
-    p.workspace_limit_bytes = workspace_limit_bytes;
-    p.stride_h = stride_h, p.stride_w = stride_w, p.pad_h = pad_h, p.pad_w = pad_w;
-    p.dilation_h = dilation_h, p.dilation_w = dilation_w;
-    p.layout = layout, p.activation = activation;
-    p.math = math;
-    return p;
-  }
-  int P() const { return (H + 2 * pad_h - dilation_h * (R - 1) - 1) / stride_h + 1; }
-  int Q() const { return (W + 2 * pad_w - dilation_w * (S - 1) - 1) / stride_w + 1; }
-  bool nhwc() const { return layout == kcnn::Layout::NHWC; }
-  /// Storage extents of x, w, y in this case's layout.
-  std::array<int, 4> x_extents() const {
-    return nhwc() ? std::array{N, H, W, C} : std::array{N, C, H, W};
-  }
-  std::array<int, 4> w_extents() const {
-    return nhwc() ? std::array{M, R, S, C} : std::array{M, C, R, S};
-  }
-  std::array<int, 4> y_extents() const {
-    return nhwc() ? std::array{N, P(), Q(), M} : std::array{N, M, P(), Q()};
-  }
-};
 
 /// Shape families every algorithm must get right: batch 1, C = 1, prime extents,
 /// stride 2 and 3, padding (also larger than half the filter), dilation, 1x1 and 7x7
@@ -86,163 +53,6 @@ inline std::vector<ConvCase> conv_shape_families() {
       {"lenet_c1", 2, 1, 86, 86, 4, 7, 7},
       {"lenet_c3", 2, 4, 40, 40, 16, 7, 7},
   };
-}
-
-/// Uniform random values in [-1, 1] from a fixed seed; never all zeros.
-inline std::vector<double> random_values(std::size_t n, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  std::vector<double> v(n);
-  for (auto& e : v)
-    e = dist(rng);
-  return v;
-}
-
-inline std::size_t product(const std::array<int, 4>& e) {
-  return static_cast<std::size_t>(e[0]) * e[1] * e[2] * e[3];
-}
-
-/// Independent double-precision convolution on the host. Tensors are flat arrays in
-/// the case's layout; every index is computed here from first principles.
-inline std::vector<double> host_conv2d(const ConvCase& c, const std::vector<double>& x,
-                                       const std::vector<double>& w,
-                                       const std::vector<double>& bias) {
-  const int P = c.P(), Q = c.Q();
-  auto xi = [&](int n, int ch, int h, int wc) -> std::size_t {
-    return c.nhwc() ? ((static_cast<std::size_t>(n) * c.H + h) * c.W + wc) * c.C + ch
-                    : ((static_cast<std::size_t>(n) * c.C + ch) * c.H + h) * c.W + wc;
-  };
-  auto wi = [&](int m, int ch, int r, int s) -> std::size_t {
-    return c.nhwc() ? ((static_cast<std::size_t>(m) * c.R + r) * c.S + s) * c.C + ch
-                    : ((static_cast<std::size_t>(m) * c.C + ch) * c.R + r) * c.S + s;
-  };
-  auto yi = [&](int n, int m, int p, int q) -> std::size_t {
-    return c.nhwc() ? ((static_cast<std::size_t>(n) * P + p) * Q + q) * c.M + m
-                    : ((static_cast<std::size_t>(n) * c.M + m) * P + p) * Q + q;
-  };
-  std::vector<double> y(static_cast<std::size_t>(c.N) * c.M * P * Q);
-  for (int n = 0; n < c.N; ++n)
-    for (int m = 0; m < c.M; ++m)
-      for (int p = 0; p < P; ++p)
-        for (int q = 0; q < Q; ++q) {
-          double acc = c.bias ? bias[m] : 0.0;
-          for (int ch = 0; ch < c.C; ++ch)
-            for (int r = 0; r < c.R; ++r)
-              for (int s = 0; s < c.S; ++s) {
-                const int h = p * c.stride_h - c.pad_h + r * c.dilation_h;
-                const int wc = q * c.stride_w - c.pad_w + s * c.dilation_w;
-                if (h < 0 || h >= c.H || wc < 0 || wc >= c.W) continue;
-                acc += x[xi(n, ch, h, wc)] * w[wi(m, ch, r, s)];
-              }
-          switch (c.activation) {
-            case kcnn::Activation::Identity:
-              break;
-            case kcnn::Activation::ReLU:
-              acc = acc > 0 ? acc : 0;
-              break;
-            case kcnn::Activation::Sigmoid:
-              acc = 1.0 / (1.0 + std::exp(-acc));
-              break;
-            case kcnn::Activation::Tanh:
-              acc = std::tanh(acc);
-              break;
-          }
-          y[yi(n, m, p, q)] = acc;
-        }
-  return y;
-}
-
-/// The activation functions, in double, from their definitions.
-inline double host_activation(kcnn::Activation a, double v) {
-  switch (a) {
-    case kcnn::Activation::Identity:
-      return v;
-    case kcnn::Activation::ReLU:
-      return v > 0 ? v : 0;
-    case kcnn::Activation::Sigmoid:
-      return 1.0 / (1.0 + std::exp(-v));
-    case kcnn::Activation::Tanh:
-      return std::tanh(v);
-  }
-  return v;
-}
-
-/// One pooling problem, described the way a user would.
-struct PoolCase {
-  std::string name;
-  int N, C, H, W;
-  int window_h = 2, window_w = 2, stride_h = 2, stride_w = 2, pad_h = 0, pad_w = 0;
-  kcnn::PoolMode mode = kcnn::PoolMode::Max;
-  bool count_include_pad = true;
-  kcnn::Layout layout = kcnn::Layout::NCHW;
-  kcnn::Activation activation = kcnn::Activation::Identity;
-  bool bias = false;
-
-  kcnn::Pool2dParams params() const {
-    kcnn::Pool2dParams p;
-    p.mode = mode;
-    p.window_h = window_h, p.window_w = window_w, p.stride_h = stride_h, p.stride_w = stride_w;
-    p.pad_h = pad_h, p.pad_w = pad_w;
-    p.count_include_pad = count_include_pad;
-    p.layout = layout, p.activation = activation;
-    return p;
-  }
-  int P() const { return (H + 2 * pad_h - window_h) / stride_h + 1; }
-  int Q() const { return (W + 2 * pad_w - window_w) / stride_w + 1; }
-  bool nhwc() const { return layout == kcnn::Layout::NHWC; }
-  std::array<int, 4> x_extents() const {
-    return nhwc() ? std::array{N, H, W, C} : std::array{N, C, H, W};
-  }
-  std::array<int, 4> y_extents() const {
-    return nhwc() ? std::array{N, P(), Q(), C} : std::array{N, C, P(), Q()};
-  }
-};
-
-/// Independent double-precision pooling on the host: act(pool(x) + bias[c]). Average
-/// divisors follow PyTorch's rule (window clipped to the padded input when padding
-/// counts, to the real input when it does not); Max propagates NaN.
-inline std::vector<double> host_pool2d(const PoolCase& c, const std::vector<double>& x,
-                                       const std::vector<double>& bias) {
-  const int P = c.P(), Q = c.Q();
-  auto xi = [&](int n, int ch, int h, int w) -> std::size_t {
-    return c.nhwc() ? ((static_cast<std::size_t>(n) * c.H + h) * c.W + w) * c.C + ch
-                    : ((static_cast<std::size_t>(n) * c.C + ch) * c.H + h) * c.W + w;
-  };
-  auto yi = [&](int n, int ch, int p, int q) -> std::size_t {
-    return c.nhwc() ? ((static_cast<std::size_t>(n) * P + p) * Q + q) * c.C + ch
-                    : ((static_cast<std::size_t>(n) * c.C + ch) * P + p) * Q + q;
-  };
-  std::vector<double> y(static_cast<std::size_t>(c.N) * c.C * P * Q);
-  for (int n = 0; n < c.N; ++n)
-    for (int ch = 0; ch < c.C; ++ch)
-      for (int p = 0; p < P; ++p)
-        for (int q = 0; q < Q; ++q) {
-          const int hs = p * c.stride_h - c.pad_h, ws = q * c.stride_w - c.pad_w;
-          const int padded_rows = std::min(hs + c.window_h, c.H + c.pad_h) - hs;
-          const int padded_cols = std::min(ws + c.window_w, c.W + c.pad_w) - ws;
-          double max = -std::numeric_limits<double>::infinity(), sum = 0;
-          int real = 0;
-          bool nan = false;
-          for (int r = 0; r < c.window_h; ++r)
-            for (int s = 0; s < c.window_w; ++s) {
-              const int h = hs + r, w = ws + s;
-              if (h < 0 || h >= c.H || w < 0 || w >= c.W) continue;
-              const double v = x[xi(n, ch, h, w)];
-              nan = nan || std::isnan(v);
-              max = std::max(max, v);
-              sum += v;
-              ++real;
-            }
-          double v = 0;
-          if (c.mode == kcnn::PoolMode::Max) {
-            v = nan ? std::numeric_limits<double>::quiet_NaN() : max;
-          } else {
-            v = sum / (c.count_include_pad ? padded_rows * padded_cols : real);
-          }
-          if (c.bias) v += bias[ch];
-          y[yi(n, ch, p, q)] = host_activation(c.activation, v);
-        }
-  return y;
 }
 
 /// The convolution algorithms test_conv2d_conformance.cpp tests (its `algorithms()`),
