@@ -63,6 +63,9 @@ void activation_backward(const ExecSpace& space, Activation activation, const YV
                 "execution space");
   constexpr const char* op = "kcnn::activation_backward";
   Impl::check_layout_activation(op, "", Layout::NCHW, activation);
+  Impl::check_extents_fit(op, "y", y);
+  Impl::check_extents_fit(op, "dy", dy);
+  Impl::check_extents_fit(op, "dx", dx);
   auto same_shape = [&](const char* name, const auto& v) {
     bool same = true;
     for (int i = 0; i < rank; ++i)

@@ -107,7 +107,10 @@ constexpr void static_check_conv2d_views() {
 ///
 /// Views hold one element type (float, double or a 16-bit type; inputs may be const), are
 /// contiguous (LayoutRight or LayoutLeft) and accessible from `ExecSpace`; y must not overlap x, w
-/// or bias. An empty batch (N = 0) or no filters (M = 0) is a valid no-op.
+/// or bias. An empty batch (N = 0) or no filters (M = 0) is a valid no-op. Sizes are
+/// validated in 64 bits before use: a View whose extents, or the product of its non-zero
+/// extents, reach 2^63 (only an unmanaged View can have them), and a problem whose
+/// N*M*P*Q or N*P*Q*C*R*S does, throw kcnn::Error.
 /// \throws kcnn::Error on any invalid argument; also for algorithms not implemented yet.
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 void conv2d_forward(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,

@@ -48,7 +48,8 @@ namespace kcnn {
 /// gives dx = 0.
 /// \throws kcnn::Error, before anything is written, on every condition conv2d_forward
 ///         rejects (with dx in x's role, dy in y's), on a non-Identity activation or a
-///         pool, and when the workspace limit cannot hold one image's unrolled matrix.
+///         pool, when the workspace limit cannot hold one image's unrolled matrix, and when a
+///         GEMM extent (C*R*S, M or P*Q) is 2^31 or more (BLAS' 32-bit dimensions).
 template <class ExecSpace, class DYView, class WView, class DXView>
 void conv2d_backward_data(const ExecSpace& space, const DYView& dy, const WView& w,
                           const DXView& dx, const Conv2dParams& params) {
@@ -119,6 +120,7 @@ void conv2d_backward_weights(const ExecSpace& space, const XView& x, const DYVie
                 "kcnn::conv2d_backward_weights: x, dy, dw and dbias must have the same scalar "
                 "type");
   constexpr const char* op = "kcnn::conv2d_backward_weights";
+  Impl::check_extents_fit(op, "dbias", dbias);
   const Impl::Conv2dProblem pb =
       Impl::make_conv2d_backward_problem(op, x, dw, static_cast<std::int64_t>(dbias.extent(0)), dy,
                                          params, Impl::ConvTensorNames{"x", "dw", "dbias", "dy"});

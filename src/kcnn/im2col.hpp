@@ -55,6 +55,7 @@ template <class XView, class ColsView>
 Conv2dProblem check_unroll_call(const char* op, const XView& x, int kernel_h, int kernel_w,
                                 const Conv2dParams& params, const ColsView& cols,
                                 std::int64_t batch_begin, std::int64_t& n) {
+  check_extents_fit(op, "cols", cols);
   const Conv2dProblem pb = make_unroll_problem(op, x, kernel_h, kernel_w, params);
   const std::int64_t K = pb.C * pb.R * pb.S, PQ = pb.P * pb.Q;
   const bool nchw = params.layout == Layout::NCHW;

@@ -50,14 +50,16 @@ constexpr void static_check_pool2d_views() {
 /// window_h) and likewise columns; cells outside the input are padding. Max ignores
 /// padding (and propagates NaN); Average sums the real cells and divides by
 /// window_h*window_w when count_include_pad, else by the number of real cells. Since
-/// pad < window is required, every window holds at least one real cell.
+/// pad < window and an input with rows and columns (H, W >= 1) are required, every window
+/// holds at least one real cell. The window has fewer than 2^31 cells.
 ///
 /// Views hold one element type (float, double, or half_t / kcnn::bfloat16: pooled in float
 /// and rounded once; Max is exact; inputs may be const), are contiguous
 /// (LayoutRight or LayoutLeft) and accessible from `ExecSpace`; y must not overlap x or
 /// bias. An empty batch (N = 0) or no channels (C = 0) is a valid no-op.
 /// \throws kcnn::Error on window or stride < 1, negative padding, padding >= window, a
-///         window larger than the padded input (empty output), wrong y extents (batch,
+///         window of 2^31 cells or more, H or W = 0, a window larger than the padded
+///         input (empty output), Views of 2^63 elements or more, wrong y extents (batch,
 ///         channels, P, Q), bias extent other than 0 or C, overlap, non-contiguous Views.
 template <class ExecSpace, class XView, class BView, class YView>
 void pool2d_forward(const ExecSpace& space, const XView& x, const BView& bias, const YView& y,

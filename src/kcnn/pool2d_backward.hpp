@@ -58,6 +58,7 @@ void pool2d_backward(const ExecSpace& space, const XView& x, const DYView& dy, c
   Impl::throw_if(params.activation != Activation::Identity, op, "params.activation is ",
                  to_string(params.activation),
                  "; apply kcnn::activation_backward to dy first and pass Activation::Identity");
+  Impl::check_extents_fit(op, "dx", dx);
   const Impl::Pool2dProblem pb = Impl::make_pool2d_geometry(op, x, dy, params, "dy");
   Impl::check_output_extents(op, dx, params.layout, "C", pb.N, pb.C, pb.H, pb.W,
                              " (the extents of x)", "dx");

@@ -263,16 +263,17 @@ void conv2d_backward_weights_gemm(const ExecSpace& space, const XView& x, const 
   const std::size_t Gb = sizeof(G);
   // Per image: the unrolled x (converting: as stored, then its float copy) and dy's copy.
   const std::size_t cols_bytes = std::size_t(K * PQ) * (Gb + (convert ? sizeof(T) : 0));
+  if (pb.N == 0) {  // the gradient of an empty batch is zero: no GEMM to plan
+    if (pb.has_bias) conv2d_bias_gradient<L>(space, dy, dbias, pb);
+    zero_fill<ExecSpace, T>(space, dw);
+    return;
+  }
   // Planned (and so checked against the workspace limit) before anything is written.
   const BackwardChunks plan =
       plan_backward_chunks(op, pb, pack_dw ? std::size_t(M * K) * Gb : 0,
                            cols_bytes + (pack_dy ? std::size_t(M * PQ) * Gb : 0),
                            pb.workspace_limit_bytes, runs_on_host_v<ExecSpace>);
   if (pb.has_bias) conv2d_bias_gradient<L>(space, dy, dbias, pb);
-  if (pb.N == 0) {  // the gradient of an empty batch is zero
-    zero_fill<ExecSpace, T>(space, dw);
-    return;
-  }
 
   auto lease = WorkspaceCache<ExecSpace>::acquire(space, plan.workspace_bytes());
   unsigned char* base = lease.data();

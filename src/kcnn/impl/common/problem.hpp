@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "../../types.hpp"
@@ -21,14 +22,29 @@ namespace kcnn::Impl {
 /// algorithm's can_implement is its launch in Check mode.
 enum class LaunchMode { Run, Check };
 
-/// Output extent of a (possibly dilated, strided, padded) window sliding over `in`.
-/// Returns a value < 1 when the window does not fit even once.
+/// Output extent of a (possibly dilated, strided, padded) window sliding over `in`, for
+/// validated arguments (in >= 0, kernel >= 1, stride, dilation >= 1, pad >= 0). Returns 0
+/// when the window does not fit even once. Nothing wraps for any such arguments: the
+/// padded extent is formed in 64 unsigned bits (< 2^63 + 2^32), the window's span is
+/// compared with it before it is formed, and a result past 2^63 - 1 saturates there
+/// (the size checks then refuse the problem).
 KOKKOS_INLINE_FUNCTION constexpr std::int64_t conv_output_extent(std::int64_t in,
                                                                  std::int64_t kernel, int stride,
                                                                  int pad, int dilation) {
-  const std::int64_t span = static_cast<std::int64_t>(dilation) * (kernel - 1) + 1;
-  const std::int64_t room = in + 2 * static_cast<std::int64_t>(pad) - span;
-  return room < 0 ? 0 : room / stride + 1;
+  const std::uint64_t padded = static_cast<std::uint64_t>(in) + 2 * static_cast<std::uint64_t>(pad);
+  const auto reach = static_cast<std::uint64_t>(kernel - 1);  // span = dilation * reach + 1
+  if (padded == 0 || reach > (padded - 1) / static_cast<std::uint64_t>(dilation)) return 0;
+  const std::uint64_t span = static_cast<std::uint64_t>(dilation) * reach + 1;
+  const std::uint64_t extent = (padded - span) / static_cast<std::uint64_t>(stride) + 1;
+  constexpr auto max = static_cast<std::uint64_t>(INT64_MAX);
+  return static_cast<std::int64_t>(extent > max ? max : extent);
+}
+
+/// in + 2 * pad for limit checks, saturating at 2^63 - 1 instead of wrapping.
+KOKKOS_INLINE_FUNCTION constexpr std::int64_t padded_extent(std::int64_t in, int pad) {
+  const std::uint64_t padded = static_cast<std::uint64_t>(in) + 2 * static_cast<std::uint64_t>(pad);
+  constexpr auto max = static_cast<std::uint64_t>(INT64_MAX);
+  return static_cast<std::int64_t>(padded > max ? max : padded);
 }
 
 /// Output extent of a pooling window sliding over `in` (floor mode): a convolution
@@ -161,6 +177,9 @@ inline void check_pool_params(const char* op, const char* what, const Pool2dPara
            "window must be >= 1, got window_h=", p.window_h, " window_w=", p.window_w);
   check_stride(op, what, p.stride_h, p.stride_w);
   check_padding(op, what, p.pad_h, p.pad_w);
+  throw_if(std::int64_t{p.window_h} * p.window_w > std::numeric_limits<int>::max(), op, what,
+           "the window's area window_h*window_w must be below 2^31, got ", p.window_h, "x",
+           p.window_w);
   throw_if(p.pad_h >= p.window_h || p.pad_w >= p.window_w, op, what,
            "padding must be smaller than the window, got pad_h=", p.pad_h, " pad_w=", p.pad_w,
            " for a ", p.window_h, "x", p.window_w, " window");
@@ -190,10 +209,15 @@ template <class XView, class YView>
 Pool2dProblem make_pool2d_geometry(const char* op, const XView& x, const YView& y,
                                    const Pool2dParams& p, const char* y_name) {
   check_pool_params(op, "", p);
+  check_extents_fit(op, "x", x);
+  check_extents_fit(op, y_name, y);
 
   Pool2dProblem pb;
   pb.pool = p;
   activation_extents(x, p.layout, pb.N, pb.C, pb.H, pb.W);
+  // With H or W = 0 every window would lie in the padding: no Max, a zero divisor.
+  throw_if(pb.H < 1 || pb.W < 1, op, "x has no rows or no columns (", to_string(p.layout),
+           " extents ", extents_string(x), "): every pooling window needs a real input cell");
   pb.P = pool_output_extent(pb.H, p.window_h, p.stride_h, p.pad_h);
   pb.Q = pool_output_extent(pb.W, p.window_w, p.stride_w, p.pad_w);
   throw_if(pb.P < 1 || pb.Q < 1, op, "empty output: the ", p.window_h, "x", p.window_w,
@@ -211,6 +235,7 @@ Pool2dProblem make_pool2d_geometry(const char* op, const XView& x, const YView& 
 template <class XView, class BView, class YView>
 Pool2dProblem make_pool2d_problem(const char* op, const XView& x, const BView& bias, const YView& y,
                                   const Pool2dParams& p) {
+  check_extents_fit(op, "bias", bias);
   Pool2dProblem pb = make_pool2d_geometry(op, x, y, p, "y");
 
   const auto bias_extent = static_cast<std::int64_t>(bias.extent(0));
@@ -221,6 +246,17 @@ Pool2dProblem make_pool2d_problem(const char* op, const XView& x, const BView& b
   check_no_overlap(op, "y", y, "x", x);
   check_no_overlap(op, "y", y, "bias", bias);
   return pb;
+}
+
+/// Throws when a size kcnn derives from the problem would not fit std::int64_t: the
+/// convolution output N*M*P*Q and the unrolled matrix N*P*Q x C*R*S (zeros skipped, see
+/// nonzero_product_fits). Padding and stride can make P*Q far larger than x.
+inline void check_problem_size(const char* op, const Conv2dProblem& pb) {
+  throw_if(!nonzero_product_fits({pb.N, pb.M, pb.P, pb.Q}) ||
+               !nonzero_product_fits({pb.N, pb.P, pb.Q, pb.C, pb.R, pb.S}),
+           op, "the problem is too large: with N=", pb.N, " C=", pb.C, " M=", pb.M, ", a ", pb.R,
+           "x", pb.S, " filter and a ", pb.P, "x", pb.Q,
+           " output, N*M*P*Q or N*P*Q*C*R*S is 2^63 or more");
 }
 
 /// Copies the window parameters into `pb` (whose N, C, H, W, R, S are set) and derives
@@ -248,12 +284,14 @@ template <class XView>
 Conv2dProblem make_unroll_problem(const char* op, const XView& x, std::int64_t kernel_h,
                                   std::int64_t kernel_w, const Conv2dParams& p) {
   check_window_params(op, p);
+  check_extents_fit(op, "x", x);
   Conv2dProblem pb;
   activation_extents(x, p.layout, pb.N, pb.C, pb.H, pb.W);
   throw_if(pb.C < 1, op, "x has no input channels (", to_string(p.layout), " extents ",
            extents_string(x), ")");
   pb.R = kernel_h, pb.S = kernel_w;
   derive_window_geometry(op, pb, p);
+  check_problem_size(op, pb);
   check_contiguous(op, "x", x);
   return pb;
 }
@@ -290,6 +328,10 @@ Conv2dProblem make_conv2d_geometry(const char* op, const XView& x, const WView& 
            to_string(p.math), ", which rounds float factors; ", ElementTraits<T>::name,
            " tensors take MathMode::Strict");
 
+  check_extents_fit(op, names.x, x);
+  check_extents_fit(op, names.w, w);
+  check_extents_fit(op, names.y, y);
+
   Conv2dProblem pb;
   pb.math = p.math;
   const char* lname = to_string(p.layout);
@@ -303,6 +345,7 @@ Conv2dProblem make_conv2d_geometry(const char* op, const XView& x, const WView& 
            extents_string(x), ") but ", names.w, " has C=", wc, " (extents ", extents_string(w),
            ")");
   derive_window_geometry(op, pb, p);
+  check_problem_size(op, pb);
 
   if (p.pool) {
     const Pool2dParams& pool = *p.pool;
@@ -340,6 +383,7 @@ Conv2dProblem make_conv2d_geometry(const char* op, const XView& x, const WView& 
 template <class XView, class WView, class BView, class YView>
 Conv2dProblem make_conv2d_problem(const char* op, const XView& x, const WView& w, const BView& bias,
                                   const YView& y, const Conv2dParams& p) {
+  check_extents_fit(op, "bias", bias);
   const Conv2dProblem pb =
       make_conv2d_geometry(op, x, w, static_cast<std::int64_t>(bias.extent(0)), y, p);
   check_no_overlap(op, "y", y, "x", x);

@@ -7,6 +7,8 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <initializer_list>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -65,6 +67,42 @@ std::string extents_string(const View& v) {
     out << (i ? ", " : "") << v.extent(i);
   out << ')';
   return out.str();
+}
+
+/// Whether the product of the non-zero values fits std::int64_t (all values >= 0).
+/// Zeros are skipped so that a size computed in any order (C*R*S*P*Q before a zero
+/// batch multiplies it) cannot wrap either.
+inline bool nonzero_product_fits(std::initializer_list<std::int64_t> values) {
+  std::int64_t product = 1;
+  for (const std::int64_t v : values) {
+    if (v == 0) continue;
+    if (v < 0 || product > std::numeric_limits<std::int64_t>::max() / v) return false;
+    product *= v;
+  }
+  return true;
+}
+
+/// Throws unless every extent of `v` and the product of its non-zero extents fit
+/// std::int64_t, the type of every size and offset kcnn computes. Kokkos keeps extents
+/// as size_t and does not check their product, so an unmanaged View can carry extents
+/// whose element count wraps; every operation calls this before reading extents.
+template <class View>
+void check_extents_fit(const char* op, const char* name, const View& v) {
+  constexpr auto max = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  std::int64_t product = 1;
+  bool fits = true;
+  for (int i = 0; i < static_cast<int>(View::rank); ++i) {
+    const auto e = static_cast<std::uint64_t>(v.extent(i));
+    if (e > max) {
+      fits = false;
+    } else if (e != 0) {
+      const auto extent = static_cast<std::int64_t>(e);
+      fits = fits && product <= std::numeric_limits<std::int64_t>::max() / extent;
+      if (fits) product *= extent;
+    }
+  }
+  throw_if(!fits, op, name, " has extents ", extents_string(v),
+           ": an extent or the product of the non-zero extents is 2^63 or more");
 }
 
 /// Byte range [begin, end) a View's elements occupy; empty for an empty View.

@@ -45,9 +45,11 @@ class WorkspaceRegistry {
  public:
   using Releaser = void (*)();
 
+  /// Never destroyed, like the caches it lists: Kokkos::finalize may run from an exit
+  /// handler or a static destructor, after function-local statics are gone.
   static WorkspaceRegistry& instance() {
-    static WorkspaceRegistry registry;
-    return registry;
+    static auto* registry = new WorkspaceRegistry;
+    return *registry;
   }
 
   void add(Releaser release) {
@@ -174,13 +176,15 @@ class WorkspaceCache {
   }
 
  private:
+  // Never destroyed (see WorkspaceRegistry::instance): Kokkos::finalize's hook may
+  // release the buffers after static destructors ran.
   static std::mutex& map_mutex() {
-    static std::mutex m;
-    return m;
+    static auto* m = new std::mutex;
+    return *m;
   }
   static std::map<std::uintptr_t, std::unique_ptr<Slot>>& slots() {
-    static std::map<std::uintptr_t, std::unique_ptr<Slot>> s;
-    return s;
+    static auto* s = new std::map<std::uintptr_t, std::unique_ptr<Slot>>;
+    return *s;
   }
 };
 

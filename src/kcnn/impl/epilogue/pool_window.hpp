@@ -80,7 +80,9 @@ KOKKOS_FORCEINLINE_FUNCTION I clip_end(I start, int window, I extent) {
 /// window never reaches beyond the padded input, so this equals PyTorch's divisor too.
 KOKKOS_FORCEINLINE_FUNCTION int pool_divisor(const Pool2dParams& g, std::int64_t rows,
                                              std::int64_t cols) {
-  return g.count_include_pad ? g.window_h * g.window_w : static_cast<int>(rows * cols);
+  // Below 2^31: check_pool_params bounds the window's area.
+  return static_cast<int>(g.count_include_pad ? std::int64_t{g.window_h} * g.window_w
+                                              : rows * cols);
 }
 
 /// The window of pooled output (p, q) over an H x W input.

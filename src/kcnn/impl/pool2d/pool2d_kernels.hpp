@@ -211,7 +211,7 @@ inline constexpr std::int64_t kPoolHostBlock = 128;
 inline void pool_inner_columns(const Pool2dParams& g, std::int64_t W, std::int64_t Q,
                                std::int64_t& begin, std::int64_t& end) {
   // First q with q*stride - pad >= 0; last q with q*stride - pad + window <= W.
-  begin = std::min<std::int64_t>((g.pad_w + g.stride_w - 1) / g.stride_w, Q);
+  begin = std::min<std::int64_t>((std::int64_t{g.pad_w} + g.stride_w - 1) / g.stride_w, Q);
   const std::int64_t room = W + g.pad_w - g.window_w;
   end = room < 0 ? begin : std::clamp<std::int64_t>(room / g.stride_w + 1, begin, Q);
 }
@@ -385,9 +385,11 @@ Pool2dKernel default_pool2d_kernel(const Pool2dProblem& pb) {
   } else {
     // 32-bit indices when no element count (and no index derived from one) can
     // overflow; FastDivmod32 needs divisors <= 2^31, which these extents then are.
+    // A window's coordinates reach H + pad_h (and W + pad_w): they must fit too.
     constexpr std::int64_t int_max = std::numeric_limits<int>::max();
-    return pb.input_size() < int_max && pb.output_size() < int_max ? Pool2dKernel::Flat32
-                                                                   : Pool2dKernel::Flat64;
+    const bool fits = pb.input_size() < int_max && pb.output_size() < int_max &&
+                      pb.H + pb.pool.pad_h < int_max && pb.W + pb.pool.pad_w < int_max;
+    return fits ? Pool2dKernel::Flat32 : Pool2dKernel::Flat64;
   }
 }
 

@@ -185,9 +185,11 @@ auto implicit_gemm_operands(const XView& x, const WView& w, const BView& bias, c
   const std::int64_t K = pb.C * pb.R * pb.S;
   throw_if(K > std::numeric_limits<int>::max(), op, algo, ": C*R*S = ", K, " exceeds 2^31 - 1");
   throw_if(pb.M > std::numeric_limits<int>::max(), op, algo, ": M = ", pb.M, " exceeds 2^31 - 1");
-  throw_if(pb.H + 2 * pb.pad_h >= kGatherExtentLimit || pb.W + 2 * pb.pad_w >= kGatherExtentLimit,
-           op, algo, ": padded input extents ", pb.H + 2 * pb.pad_h, "x", pb.W + 2 * pb.pad_w,
-           " reach its limit of ", kGatherExtentLimit, "; use another algorithm");
+  const std::int64_t padded_h = padded_extent(pb.H, pb.pad_h);
+  const std::int64_t padded_w = padded_extent(pb.W, pb.pad_w);
+  throw_if(padded_h >= kGatherExtentLimit || padded_w >= kGatherExtentLimit, op, algo,
+           ": padded input extents ", padded_h, "x", padded_w, " reach its limit of ",
+           kGatherExtentLimit, "; use another algorithm");
   ImplicitGemmOperands<L, T, Y> o{};
   o.map = UnrollMap<L>::from(pb);
   o.x = x.data();

@@ -7,6 +7,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -60,6 +61,10 @@ struct TiledGeometry {
   /// GPUs: row tiles one team computes one after the other (see TiledKernelBase::
   /// kMultiTile), and the number of such groups per column of tiles.
   int tiles_per_team = 1, row_groups = 1;
+  /// False when even the smallest tile's halo (one output, or one pooling window, with
+  /// its stride and dilation) does not fit the scratch budget; the other fields are then
+  /// meaningless and the launch refuses the problem.
+  bool fits = true;
   KOKKOS_INLINE_FUNCTION int logical_threads() const { return threads_m * threads_p * threads_q; }
   KOKKOS_INLINE_FUNCTION int in_plane() const { return in_h * in_pitch; }
   /// Elements of the fused pooling's conv tile: [tile_m][tile_p][tile_q].
@@ -88,6 +93,18 @@ TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host, std::si
   // With a fused pooling only the conv outputs its windows read are computed, and a
   // team's tile must hold at least one whole window.
   const Pool2dParams& pool = pb.pool;
+  // The smallest halo a team stages: one output (or one pooling window) with its filter
+  // footprint, one channel. Huge strides, dilations or windows make it exceed the budget;
+  // then no int below may be formed from them. In double: its factors reach 2^62.
+  auto halo = [](double outputs, int stride, std::int64_t kernel, int dilation) {
+    return (outputs - 1) * stride + double(kernel - 1) * dilation + 1;
+  };
+  const double min_halo = halo(pb.has_pool ? pool.window_h : 1, pb.stride_h, pb.R, pb.dilation_h) *
+                          halo(pb.has_pool ? pool.window_w : 1, pb.stride_w, pb.S, pb.dilation_w);
+  if (min_halo * sizeof(Staged) > double(scratch_bytes) || min_halo > double(1 << 30)) {
+    g.fits = false;
+    return g;
+  }
   const std::int64_t rows =
       pb.has_pool ? pool_read_extent(pb.P_pooled, pool.window_h, pool.stride_h, pool.pad_h, pb.P)
                   : pb.P;
@@ -143,33 +160,36 @@ TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host, std::si
     }
     g.team_size = g.logical_threads();
   }
+  // In double while the tile may still be far too large (huge strides): compared with
+  // the budget only, and converted once it fits.
   auto per_channel_bytes = [&] {
-    const std::int64_t in_h =
-        (std::int64_t(g.threads_p) * Micro::BH - 1) * pb.stride_h + (pb.R - 1) * pb.dilation_h + 1;
-    const std::int64_t in_w =
-        (std::int64_t(g.threads_q) * Micro::BW - 1) * pb.stride_w + (pb.S - 1) * pb.dilation_w + 1;
-    const std::int64_t pitch = pad_rows ? round_up(in_w, kScratchRowAlign) : in_w;
-    return static_cast<std::size_t>(sizeof(Staged) *
-                                    (in_h * pitch + pb.R * pb.S * g.threads_m * Micro::BM));
+    const double in_h = halo(double(g.threads_p) * Micro::BH, pb.stride_h, pb.R, pb.dilation_h);
+    const double in_w = halo(double(g.threads_q) * Micro::BW, pb.stride_w, pb.S, pb.dilation_w);
+    const double pitch = pad_rows ? std::ceil(in_w / kScratchRowAlign) * kScratchRowAlign : in_w;
+    return double(sizeof(Staged)) *
+           (in_h * pitch + double(pb.R) * double(pb.S) * g.threads_m * Micro::BM);
   };
   g.threads_p = std::max(g.threads_p, min_p);
   g.threads_q = std::max(g.threads_q, min_q);
   // GPUs keep a fused pooling's conv tile in the same level-0 scratch as the staged
   // operands (after them in time); hosts in level 1.
   auto conv_tile_bytes = [&] {
-    return on_host || !pb.has_pool ? std::size_t(0)
-                                   : sizeof(ConvTile) * std::size_t(g.threads_m) * Micro::BM *
+    return on_host || !pb.has_pool ? 0.0
+                                   : double(sizeof(ConvTile)) * g.threads_m * Micro::BM *
                                          g.threads_p * Micro::BH * g.threads_q * Micro::BW;
   };
   // Large strides or dilations widen the halo: shrink the tile until one channel fits
   // (and the conv tile), halving the largest dimension that may shrink.
-  while (per_channel_bytes() > scratch_bytes || conv_tile_bytes() > scratch_bytes) {
+  while (per_channel_bytes() > double(scratch_bytes) || conv_tile_bytes() > double(scratch_bytes)) {
     int* largest = nullptr;
     for (int* d : {&g.threads_p, &g.threads_q, &g.threads_m}) {
       const int floor = d == &g.threads_p ? min_p : d == &g.threads_q ? min_q : 1;
       if (*d > floor && (largest == nullptr || *d > *largest)) largest = d;
     }
-    if (largest == nullptr) break;  // the launch reports the scratch overflow
+    if (largest == nullptr) {  // the launch reports the scratch overflow
+      g.fits = false;
+      return g;
+    }
     const int floor = largest == &g.threads_p ? min_p : largest == &g.threads_q ? min_q : 1;
     *largest = std::max((*largest + 1) / 2, floor);
   }
@@ -189,11 +209,14 @@ TiledGeometry make_tiled_geometry(const Conv2dProblem& pb, bool on_host, std::si
     g.tiles_q = ceil_div(pb.Q_pooled, g.pool_q);
   }
   g.row_groups = g.tiles_p;
-  g.in_h = static_cast<int>((g.tile_p - 1) * pb.stride_h + (pb.R - 1) * pb.dilation_h + 1);
-  g.in_w = static_cast<int>((g.tile_q - 1) * pb.stride_w + (pb.S - 1) * pb.dilation_w + 1);
+  // Below the budget (the loop above), so these fit int.
+  g.in_h =
+      static_cast<int>(std::int64_t(g.tile_p - 1) * pb.stride_h + (pb.R - 1) * pb.dilation_h + 1);
+  g.in_w =
+      static_cast<int>(std::int64_t(g.tile_q - 1) * pb.stride_w + (pb.S - 1) * pb.dilation_w + 1);
   g.in_pitch = pad_rows ? static_cast<int>(round_up(g.in_w, kScratchRowAlign)) : g.in_w;
   // As many input channels per stage as the scratch budget allows (at least one).
-  const std::size_t per_channel = per_channel_bytes();
+  const auto per_channel = static_cast<std::size_t>(per_channel_bytes());
   g.c_chunk = static_cast<int>(
       std::clamp<std::int64_t>(static_cast<std::int64_t>(scratch_bytes / per_channel), 1, pb.C));
   return g;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "../../arch/device_traits.hpp"
@@ -62,6 +63,14 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
   // with fewer bank conflicts from unpadded (often odd) row pitches.
   TiledGeometry g = make_tiled_geometry<Micro, Staged, Accumulator>(
       pb, on_host, budget, Kernel::vector_loads, Kernel::vector_loads);
+  auto refuse_if_scratch_exceeded = [&](bool exceeded, const std::string& bytes) {
+    throw_if(exceeded, "kcnn::conv2d_forward", "ConvAlgo::Tiled: a ", pb.R, "x", pb.S,
+             " filter with dilation ", pb.dilation_h, "x", pb.dilation_w, " and stride ",
+             pb.stride_h, "x", pb.stride_w, Pooled ? " and the fused pooling's window" : "",
+             " needs a tile larger than team scratch memory (", bytes, Policy::scratch_size_max(0),
+             " bytes); use another algorithm");
+  };
+  refuse_if_scratch_exceeded(!g.fits, "more than ");
 
   if constexpr (tiled_register_window(Pooling) > Micro::BH) {
     // Windows spanning two rows of threads need each pair in one full warp; other
@@ -87,12 +96,8 @@ void conv2d_tiled_launch(const ExecSpace& space, const XView& x, const WView& w,
   // One 16-byte aligned block (get_shmem_aligned may skip up to 15 bytes).
   const std::size_t scratch =
       Kernel::block_bytes(g, static_cast<int>(pb.R), static_cast<int>(pb.S)) + 16;
-  throw_if(scratch > static_cast<std::size_t>(Policy::scratch_size_max(0)), "kcnn::conv2d_forward",
-           "ConvAlgo::Tiled: a ", pb.R, "x", pb.S, " filter with dilation ", pb.dilation_h, "x",
-           pb.dilation_w, " and stride ", pb.stride_h, "x", pb.stride_w,
-           Pooled ? " and the fused pooling's window" : "",
-           " needs a tile larger than team scratch memory (", scratch, " > ",
-           Policy::scratch_size_max(0), " bytes); use another algorithm");
+  refuse_if_scratch_exceeded(scratch > static_cast<std::size_t>(Policy::scratch_size_max(0)),
+                             msg(scratch, " > "));
   // Hosts: a fused pooling's conv tile, or 16-bit partial sums over several chunks, in
   // level-1 scratch (plus its 64-byte alignment). After it, two rows for the pooling
   // phase (pool_conv_tile_host).
