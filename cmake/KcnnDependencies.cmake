@@ -6,11 +6,11 @@
 # KokkosKernels_ROOT (or CMAKE_PREFIX_PATH) as usual.
 
 set(KCNN_DEPS_VARIANT "" CACHE STRING
-    "Search the prefix of 'cmake/bootstrap-deps.sh <variant>' (openmp or cuda); empty: don't")
+    "Search the prefix of 'cmake/bootstrap-deps.sh <variant>' (openmp, cuda or fuzz); empty: don't")
 
 if(KCNN_DEPS_VARIANT)
-  if(NOT KCNN_DEPS_VARIANT MATCHES "^(openmp|cuda)$")
-    message(FATAL_ERROR "KCNN_DEPS_VARIANT must be openmp, cuda or empty, not '${KCNN_DEPS_VARIANT}'")
+  if(NOT KCNN_DEPS_VARIANT MATCHES "^(openmp|cuda|fuzz)$")
+    message(FATAL_ERROR "KCNN_DEPS_VARIANT must be openmp, cuda, fuzz or empty, not '${KCNN_DEPS_VARIANT}'")
   endif()
   # Same rule as the bootstrap script.
   if(DEFINED ENV{KCNN_DEPS_PREFIX} AND NOT "$ENV{KCNN_DEPS_PREFIX}" STREQUAL "")

@@ -2,7 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #
 # Builds kcnn's dependencies from the distribution's packages:
-#   cmake/bootstrap-deps.sh <openmp|cuda>
+#   cmake/bootstrap-deps.sh <openmp|cuda|fuzz>
+#
+# Variants: openmp (Kokkos OpenMP + Serial, g++), cuda (Kokkos CUDA, nvcc_wrapper), fuzz
+# (Kokkos Serial alone, clang++: the fuzz preset's libFuzzer harness is compiled by
+# clang, and one OpenMP runtime per process needs one compiler).
 #
 # 1. Installs the Debian packages the build needs (when missing).
 # 2. Fetches Debian's `trilinos` source package (which vendors Kokkos 3.4.01 and
@@ -19,9 +23,9 @@ set -euo pipefail
 
 variant=${1:-}
 case "$variant" in
-  openmp | cuda) ;;
+  openmp | cuda | fuzz) ;;
   *)
-    echo "usage: $0 <openmp|cuda>" >&2
+    echo "usage: $0 <openmp|cuda|fuzz>" >&2
     exit 2
     ;;
 esac
@@ -58,6 +62,8 @@ fi
 # ---------------------------------------------------------------------------
 packages=(cmake ninja-build g++ make patch xz-utils dpkg-dev libgtest-dev libbenchmark-dev
   libopenblas-dev libdnnl-dev dataset-fashion-mnist python3-matplotlib zlib1g-dev)
+# libFuzzer and the sanitizer runtimes come with clang's runtime package.
+[[ $variant == fuzz ]] && packages+=(clang libclang-rt-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -136,8 +142,9 @@ fi
 common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_STANDARD=17 -DCMAKE_CXX_EXTENSIONS=OFF
   -DCMAKE_INSTALL_PREFIX="$prefix" -DCMAKE_INSTALL_LIBDIR=lib -DBUILD_SHARED_LIBS=OFF
   -DCMAKE_POSITION_INDEPENDENT_CODE=ON)
-kokkos_opts=(-DKokkos_ENABLE_SERIAL=ON -DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_TESTS=OFF
+kokkos_opts=(-DKokkos_ENABLE_SERIAL=ON -DKokkos_ENABLE_TESTS=OFF
   -DKokkos_ENABLE_EXAMPLES=OFF -DKokkos_ENABLE_DEPRECATED_CODE_3=OFF)
+[[ $variant == fuzz ]] || kokkos_opts+=(-DKokkos_ENABLE_OPENMP=ON)
 # Kokkos Kernels without explicit template instantiation: kernels are instantiated
 # where kcnn calls them, so the library builds in seconds. BLAS goes to OpenBLAS on
 # the host; on CUDA, cuBLAS is enabled by Kokkos Kernels itself. cuSPARSE is off:
@@ -162,6 +169,8 @@ if [[ $variant == cuda ]]; then
   compiler=(-DCMAKE_CXX_COMPILER="$src_dir/kokkos/bin/nvcc_wrapper" -DCMAKE_CXX_FLAGS=-arch=sm_90)
   kokkos_opts+=(-DKokkos_ENABLE_CUDA=ON -DKokkos_ENABLE_CUDA_LAMBDA=ON -DKokkos_ARCH_HOPPER90=ON)
   kernels_opts+=(-DKokkosKernels_ENABLE_TPL_CUBLAS=ON)
+elif [[ $variant == fuzz ]]; then
+  compiler=(-DCMAKE_CXX_COMPILER=clang++)
 else
   compiler=(-DCMAKE_CXX_COMPILER=g++)
 fi

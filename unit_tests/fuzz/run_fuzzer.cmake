@@ -1,0 +1,28 @@
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#
+# cmake -DFUZZER=<exe> -DSEED_CORPUS=<dir> -DWORK_DIR=<dir> -DSECONDS=<s> -DMIN_INPUTS=<n>
+#       -P run_fuzzer.cmake
+# One bounded libFuzzer run: new inputs go to WORK_DIR/corpus (the seed corpus is only
+# read), a crashing input to WORK_DIR/crash-*. Prints the number of inputs tried.
+file(MAKE_DIRECTORY ${WORK_DIR}/corpus)
+execute_process(
+  COMMAND ${FUZZER} -max_total_time=${SECONDS} -timeout=20 -rss_limit_mb=4096
+    -print_final_stats=1 -artifact_prefix=${WORK_DIR}/ ${WORK_DIR}/corpus ${SEED_CORPUS}
+  RESULT_VARIABLE status
+  OUTPUT_VARIABLE out
+  ERROR_VARIABLE out)
+string(REGEX MATCH "stat::number_of_executed_units: *([0-9]+)" runs_line "${out}")
+set(runs "${CMAKE_MATCH_1}")
+if(NOT status EQUAL 0)
+  message("${out}")
+  message(FATAL_ERROR "kcnn fuzz: the fuzzer failed (exit ${status}) after ${runs} inputs; "
+                      "the input is in ${WORK_DIR}/crash-* (replay: ${FUZZER} <file>)")
+endif()
+if(runs STREQUAL "")
+  message("${out}")
+  message(FATAL_ERROR "kcnn fuzz: no final statistics in the fuzzer's output")
+endif()
+message("kcnn fuzz: ${runs} inputs tried in ${SECONDS} s, 0 failures")
+if(runs LESS MIN_INPUTS)
+  message(FATAL_ERROR "kcnn fuzz: fewer than ${MIN_INPUTS} inputs tried")
+endif()
