@@ -6,13 +6,13 @@
 #   cmake/gpu-check.sh [carry=.carry] [logs=${OUT:-gpu-logs}] [what=tests,memcheck,bench,anchor]
 # Runs the CUDA unit tests, compute-sanitizer memcheck on them, kcnn_perf (JSON too)
 # and the cuDNN anchor; writes each log under the logs folder and prints a summary.
-# Other steps: racecheck (KCNN_RACECHECK_FILTER); quickstart; resusage (registers, stack, spills of kcnn_perf's kernels, from
+# Other steps: racecheck, synccheck, initcheck (each with its KCNN_<TOOL>_FILTER); quickstart; resusage (registers, stack, spills of kcnn_perf's kernels, from
 # cuobjdump, with the stack frames of kcnn's kernels in the summary); sass (SASS of
 # all of kcnn_perf, gzipped, into sass_kcnn_perf.txt.gz).
 # lenet5 (examples/lenet5: infer on the 10,000 test images with the packed weights, and
 # with KCNN_LENET5_TRAIN_EPOCHS=E also train from scratch for E epochs).
-# Environment: KCNN_MEMCHECK_FILTER (gtest filter for memcheck), KCNN_RACECHECK_FILTER
-# (for racecheck), KCNN_PERF_ARGS.
+# Environment: KCNN_MEMCHECK_FILTER (gtest filter for memcheck), KCNN_RACECHECK_FILTER,
+# KCNN_SYNCCHECK_FILTER, KCNN_INITCHECK_FILTER (for those tools), KCNN_PERF_ARGS.
 set -uo pipefail
 carry=${1:-.carry}
 logs=${2:-${OUT:-gpu-logs}}
@@ -39,13 +39,21 @@ if has memcheck; then
     ${KCNN_MEMCHECK_FILTER:+--gtest_filter=$KCNN_MEMCHECK_FILTER} >"$logs/memcheck.log" 2>&1
   note "memcheck: exit $? | $(grep -E 'ERROR SUMMARY' "$logs/memcheck.log" | tail -n 1)"
 fi
-if has racecheck; then
-  # Shared-memory races of the scratch kernels (Tiled, ImplicitGemm): slow, so a filter.
-  compute-sanitizer --tool racecheck --racecheck-report all --error-exitcode 98 \
-    "$carry/bin/kcnn_unit_tests" ${KCNN_RACECHECK_FILTER:+--gtest_filter=$KCNN_RACECHECK_FILTER} \
-    >"$logs/racecheck.log" 2>&1
-  note "racecheck: exit $? | $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$logs/racecheck.log" | tail -n 1)"
-fi
+# The other compute-sanitizer tools, for the team-scratch kernels (Tiled, ImplicitGemm,
+# TensorCoreGemm, pooling): shared-memory races (racecheck), barriers reached by only
+# part of a block (synccheck), reads of device memory never written (initcheck). Slow,
+# so each takes a gtest filter: KCNN_RACECHECK_FILTER, KCNN_SYNCCHECK_FILTER,
+# KCNN_INITCHECK_FILTER.
+sanitize() {
+  local tool=$1 code=$2 filter=$3
+  shift 3
+  compute-sanitizer --tool "$tool" "$@" --error-exitcode "$code" "$carry/bin/kcnn_unit_tests" \
+    ${filter:+--gtest_filter=$filter} >"$logs/$tool.log" 2>&1
+  note "$tool: exit $? | $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$logs/$tool.log" | tail -n 1)"
+}
+has racecheck && sanitize racecheck 98 "${KCNN_RACECHECK_FILTER:-}" --racecheck-report all
+has synccheck && sanitize synccheck 97 "${KCNN_SYNCCHECK_FILTER:-}"
+has initcheck && sanitize initcheck 96 "${KCNN_INITCHECK_FILTER:-}"
 if has quickstart; then
   "$carry/bin/kcnn_quickstart" 10000 >"$logs/quickstart.log" 2>&1
   note "quickstart: exit $? | $(tail -n 1 "$logs/quickstart.log")"
