@@ -6,7 +6,8 @@
 #   cmake/gpu-check.sh [carry=.carry] [logs=${OUT:-gpu-logs}] [what=tests,memcheck,bench,anchor]
 # Runs the CUDA unit tests, compute-sanitizer memcheck on them, kcnn_perf (JSON too)
 # and the cuDNN anchor; writes each log under the logs folder and prints a summary.
-# Other steps: racecheck, synccheck, initcheck (each with its KCNN_<TOOL>_FILTER); quickstart; resusage (registers, stack, spills of kcnn_perf's kernels, from
+# Other steps: racecheck, synccheck, initcheck (each with its KCNN_<TOOL>_FILTER); pytorch
+# (unit_tests/pytorch/compare_with_pytorch.py over kcnn_case_runner); quickstart; resusage (registers, stack, spills of kcnn_perf's kernels, from
 # cuobjdump, with the stack frames of kcnn's kernels in the summary); sass (SASS of
 # all of kcnn_perf, gzipped, into sass_kcnn_perf.txt.gz).
 # lenet5 (examples/lenet5: infer on the 10,000 test images with the packed weights, and
@@ -54,6 +55,14 @@ sanitize() {
 has racecheck && sanitize racecheck 98 "${KCNN_RACECHECK_FILTER:-}" --racecheck-report all
 has synccheck && sanitize synccheck 97 "${KCNN_SYNCCHECK_FILTER:-}"
 has initcheck && sanitize initcheck 96 "${KCNN_INITCHECK_FILTER:-}"
+if has pytorch && [[ -x $carry/bin/kcnn_case_runner ]]; then
+  # PyTorch (float64) as a second, independent reference: random problems of every
+  # operation through kcnn_case_runner (KCNN_PYTORCH_CASES of them, default 400).
+  python3 "$(dirname "${BASH_SOURCE[0]}")/../unit_tests/pytorch/compare_with_pytorch.py" \
+    "$carry/bin/kcnn_case_runner" --cases "${KCNN_PYTORCH_CASES:-400}" \
+    --workdir "$logs/pytorch_cases" >"$logs/pytorch.log" 2>&1
+  note "pytorch: exit $? | $(grep -E '^pytorch comparison: [0-9]+ cases' "$logs/pytorch.log")"
+fi
 if has quickstart; then
   "$carry/bin/kcnn_quickstart" 10000 >"$logs/quickstart.log" 2>&1
   note "quickstart: exit $? | $(tail -n 1 "$logs/quickstart.log")"

@@ -15,7 +15,7 @@ rm -rf "$out" && mkdir -p "$out/bin" "$out/lib" "$out/anchors"
 # KCNN_PACK_EXES picks the executables (build-relative paths): with the 16-bit kernels the
 # three default ones outgrow one call's 64 MiB beside the tree, so pack the unit tests and
 # the benchmarks for separate calls, e.g. KCNN_PACK_EXES=unit_tests/kcnn_unit_tests.
-exes=${KCNN_PACK_EXES:-"unit_tests/kcnn_unit_tests perf_tests/kcnn_perf examples/lenet5"}
+exes=${KCNN_PACK_EXES:-"unit_tests/kcnn_unit_tests unit_tests/kcnn_case_runner perf_tests/kcnn_perf examples/lenet5"}
 [[ ${KCNN_PACK_QUICKSTART:-0} == 1 ]] && exes+=" examples/kcnn_quickstart"
 for exe in $exes; do
   [[ -x $build/$exe ]] && cp "$build/$exe" "$out/bin/"
