@@ -3,13 +3,16 @@
 #
 # The whole GPU check in one call, on a machine with an NVIDIA GPU, over a folder
 # made by cmake/gpu-pack.sh:
-#   cmake/gpu-check.sh [carry=.carry] [logs=${OUT:-gpu-logs}] [what=tests,memcheck,bench,anchor]
-# Runs the CUDA unit tests, compute-sanitizer memcheck on them, kcnn_perf (JSON too)
-# and the cuDNN anchor; writes each log under the logs folder and prints a summary.
-# Other steps: racecheck, synccheck, initcheck (each with its KCNN_<TOOL>_FILTER); pytorch
-# (unit_tests/pytorch/compare_with_pytorch.py over kcnn_case_runner); quickstart; resusage (registers, stack, spills of kcnn_perf's kernels, from
-# cuobjdump, with the stack frames of kcnn's kernels in the summary); sass (SASS of
-# all of kcnn_perf, gzipped, into sass_kcnn_perf.txt.gz).
+#   cmake/gpu-check.sh [carry=.carry] [logs=${OUT:-gpu-logs}]
+#                      [what=tests,memcheck,racecheck,synccheck,initcheck,pytorch,bench,anchor]
+# Runs the CUDA unit tests, compute-sanitizer memcheck on them, racecheck / synccheck /
+# initcheck on the team-scratch kernels' tests, the PyTorch comparison, kcnn_perf (JSON
+# too) and the cuDNN anchor; writes each log under the logs folder and prints a summary.
+# (racecheck, synccheck, initcheck take KCNN_<TOOL>_FILTER; pytorch runs
+# unit_tests/pytorch/compare_with_pytorch.py over kcnn_case_runner.) Other steps:
+# quickstart; resusage (registers, stack, spills of kcnn_perf's kernels, from cuobjdump,
+# with the stack frames of kcnn's kernels in the summary); sass (SASS of all of
+# kcnn_perf, gzipped, into sass_kcnn_perf.txt.gz).
 # lenet5 (examples/lenet5: infer on the 10,000 test images with the packed weights, and
 # with KCNN_LENET5_TRAIN_EPOCHS=E also train from scratch for E epochs).
 # Environment: KCNN_MEMCHECK_FILTER (gtest filter for memcheck), KCNN_RACECHECK_FILTER,
@@ -17,7 +20,7 @@
 set -uo pipefail
 carry=${1:-.carry}
 logs=${2:-${OUT:-gpu-logs}}
-what=${3:-tests,memcheck,bench,anchor}
+what=${3:-tests,memcheck,racecheck,synccheck,initcheck,pytorch,bench,anchor}
 mkdir -p "$logs"
 if [[ -f $carry/bundle.tar.xz && ! -d $carry/bin ]]; then
   tar -C "$carry" -xJf "$carry/bundle.tar.xz" || { echo "gpu-check: cannot unpack the bundle"; exit 1; }
@@ -52,13 +55,17 @@ sanitize() {
     ${filter:+--gtest_filter=$filter} >"$logs/$tool.log" 2>&1
   note "$tool: exit $? | $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$logs/$tool.log" | tail -n 1)"
 }
-has racecheck && sanitize racecheck 98 "${KCNN_RACECHECK_FILTER:-}" --racecheck-report all
-has synccheck && sanitize synccheck 97 "${KCNN_SYNCCHECK_FILTER:-}"
-has initcheck && sanitize initcheck 96 "${KCNN_INITCHECK_FILTER:-}"
+# Default: every test of the team-scratch and pooling kernels (1,239 on the H100,
+# 2026-11-26: racecheck 286 s, the others 15 s each).
+scratch_tests='*Tiled*:*Pool*:*ImplicitGemm*:*TensorCore*:ExtremeInputs.*'
+has racecheck && sanitize racecheck 98 "${KCNN_RACECHECK_FILTER:-$scratch_tests}" --racecheck-report all
+has synccheck && sanitize synccheck 97 "${KCNN_SYNCCHECK_FILTER:-$scratch_tests}"
+has initcheck && sanitize initcheck 96 "${KCNN_INITCHECK_FILTER:-$scratch_tests}"
 if has pytorch && [[ -x $carry/bin/kcnn_case_runner ]]; then
   # PyTorch (float64) as a second, independent reference: random problems of every
   # operation through kcnn_case_runner (KCNN_PYTORCH_CASES of them, default 400).
-  python3 "$(dirname "${BASH_SOURCE[0]}")/../unit_tests/pytorch/compare_with_pytorch.py" \
+  OMP_PROC_BIND=${OMP_PROC_BIND:-false} \
+    python3 "$(dirname "${BASH_SOURCE[0]}")/../unit_tests/pytorch/compare_with_pytorch.py" \
     "$carry/bin/kcnn_case_runner" --cases "${KCNN_PYTORCH_CASES:-400}" \
     --workdir "$logs/pytorch_cases" >"$logs/pytorch.log" 2>&1
   note "pytorch: exit $? | $(grep -E '^pytorch comparison: [0-9]+ cases' "$logs/pytorch.log")"

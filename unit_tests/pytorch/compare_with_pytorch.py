@@ -54,7 +54,7 @@ def draw_case(rng, i):
         if op in ("conv_pool", "pool", "pool_bwd"):
             wh, ww = rng.randint(1, 4), rng.randint(1, 4)
             c.update(pool=1, pmode=rng.randint(0, 1), pwh=wh, pww=ww, psh=rng.randint(1, 3),
-                     psw=rng.randint(1, 3), pph=rng.randint(0, wh - 1), ppw=rng.randint(0, ww - 1),
+                     psw=rng.randint(1, 3), pph=rng.randint(0, wh // 2), ppw=rng.randint(0, ww // 2),
                      pinc=rng.randint(0, 1), pact=rng.randint(0, 3) if op != "pool_bwd" else 0)
             src_h, src_w = (c["P"], c["Q"]) if op == "conv_pool" else (c["H"], c["W"])
             c["PP"] = out_extent(src_h, wh, c["psh"], c["pph"])
