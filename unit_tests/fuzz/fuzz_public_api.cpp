@@ -430,6 +430,29 @@ void require_pool_params(Verdict& v, const kcnn::Pool2dParams& q) {
   v.require(valid_activation(q.activation), "unknown pool activation");
 }
 
+/// A standalone pooling's geometry: its rules, and P, Q (-1 when a rule already failed).
+void pool_geometry(Verdict& v, const kcnn::Pool2dParams& q, std::uint64_t H, std::uint64_t W,
+                   __int128& P, __int128& Q) {
+  require_pool_params(v, q);
+  v.require(H >= 1 && W >= 1, "x without rows or columns");
+  P = Q = -1;
+  if (!v.valid) return;
+  P = window_output(H, q.window_h, q.stride_h, q.pad_h, 1);
+  Q = window_output(W, q.window_w, q.stride_w, q.pad_w, 1);
+  v.require(P >= 1 && Q >= 1, "the window does not fit the padded input");
+}
+
+/// The reference's description of pooling `q` over an (N, C, H, W) input.
+kcnn_test::PoolCase pool_case(std::uint64_t N, std::uint64_t C, std::uint64_t H, std::uint64_t W,
+                              const kcnn::Pool2dParams& q) {
+  kcnn_test::PoolCase pc{"fuzz", int(N), int(C), int(H), int(W)};
+  pc.window_h = q.window_h, pc.window_w = q.window_w, pc.stride_h = q.stride_h;
+  pc.stride_w = q.stride_w, pc.pad_h = q.pad_h, pc.pad_w = q.pad_w, pc.mode = q.mode;
+  pc.count_include_pad = q.count_include_pad, pc.layout = q.layout;
+  pc.activation = q.activation;
+  return pc;
+}
+
 /// kcnn's size rule for a convolution: N*M*P*Q and N*P*Q*C*R*S (non-zero factors)
 /// below 2^63.
 void require_problem_size(Verdict& v, __int128 N, __int128 C, __int128 M, __int128 R, __int128 S,
@@ -551,12 +574,8 @@ int fuzz_conv2d_forward(Draw& d, bool fused) {
                      8 * u * std::max(1.0, std::abs(conv[i]));
         }
         if (!fused) return compare(op, "y", read(y), conv, bound);
-        kcnn_test::PoolCase pc{"fuzz", int(N), int(M), int(P), int(Q)};
         const auto& q = *p.pool;
-        pc.window_h = q.window_h, pc.window_w = q.window_w, pc.stride_h = q.stride_h;
-        pc.stride_w = q.stride_w, pc.pad_h = q.pad_h, pc.pad_w = q.pad_w, pc.mode = q.mode;
-        pc.count_include_pad = q.count_include_pad, pc.layout = q.layout;
-        pc.activation = q.activation;
+        const auto pc = pool_case(N, M, std::uint64_t(P), std::uint64_t(Q), q);
         const auto want = kcnn_test::host_pool2d(pc, conv, {});
         auto bound_pc = pc;  // the largest error in each window
         bound_pc.mode = kcnn::PoolMode::Max, bound_pc.activation = kcnn::Activation::Identity;
@@ -574,16 +593,10 @@ int fuzz_pool2d_forward(Draw& d) {
   constexpr const char* op = "pool2d_forward";
   const kcnn::Pool2dParams q = draw_pool_params(d, d.enumeration<kcnn::Layout>(2));
   const std::uint64_t N = d.extent(3), C = d.extent(4), H = d.extent(10), W = d.extent(10);
-  Verdict v;
-  require_pool_params(v, q);
-  v.require(H >= 1 && W >= 1, "x without rows or columns");
   if (!reference_fits({N, C})) return -1;
-  __int128 P = -1, Q = -1;
-  if (v.valid) {
-    P = window_output(H, q.window_h, q.stride_h, q.pad_h, 1);
-    Q = window_output(W, q.window_w, q.stride_w, q.pad_w, 1);
-    v.require(P >= 1 && Q >= 1, "the window does not fit the padded input");
-  }
+  Verdict v;
+  __int128 P, Q;
+  pool_geometry(v, q, H, W, P, Q);
   const std::uint64_t yP = output_extent(d, P), yQ = output_extent(d, Q);
   const std::uint64_t yC = d.rarely() ? d.extent(4) : C;
   v.require(__int128(yP) == P && __int128(yQ) == Q && yC == C, "wrong y extents");
@@ -611,11 +624,8 @@ int fuzz_pool2d_forward(Draw& d) {
       [&] { kcnn::pool2d_forward(Space(), x.view, bias_view, y.view, q); },
       [&] {
         if (y.count == 0) return;
-        kcnn_test::PoolCase pc{"fuzz", int(N), int(C), int(H), int(W)};
-        pc.window_h = q.window_h, pc.window_w = q.window_w, pc.stride_h = q.stride_h;
-        pc.stride_w = q.stride_w, pc.pad_h = q.pad_h, pc.pad_w = q.pad_w, pc.mode = q.mode;
-        pc.count_include_pad = q.count_include_pad, pc.layout = q.layout;
-        pc.activation = q.activation, pc.bias = B != 0;
+        auto pc = pool_case(N, C, H, W, q);
+        pc.bias = B != 0;
         const auto want = kcnn_test::host_pool2d(pc, x.values, bias.values);
         const double u = unit_roundoff<T>(), cells = double(q.window_h) * q.window_w;
         std::vector<double> bound(want.size(), sum_bound(u, cells + 1, 2.0));
@@ -814,17 +824,11 @@ int fuzz_pool2d_backward(Draw& d) {
   kcnn::Pool2dParams q = draw_pool_params(d, d.enumeration<kcnn::Layout>(2));
   if (!d.rarely()) q.activation = kcnn::Activation::Identity;
   const std::uint64_t N = d.extent(3), C = d.extent(4), H = d.extent(10), W = d.extent(10);
-  Verdict v;
-  require_pool_params(v, q);
-  v.require(H >= 1 && W >= 1, "x without rows or columns");
   if (!reference_fits({N, C})) return -1;
+  Verdict v;
   v.require(q.activation == kcnn::Activation::Identity, "a non-Identity activation");
-  __int128 P = -1, Q = -1;
-  if (v.valid) {
-    P = window_output(H, q.window_h, q.stride_h, q.pad_h, 1);
-    Q = window_output(W, q.window_w, q.stride_w, q.pad_w, 1);
-    v.require(P >= 1 && Q >= 1, "the window does not fit the padded input");
-  }
+  __int128 P, Q;
+  pool_geometry(v, q, H, W, P, Q);
   const std::uint64_t yP = output_extent(d, P), yQ = output_extent(d, Q);
   v.require(__int128(yP) == P && __int128(yQ) == Q, "wrong dy extents");
   const std::uint64_t dxH = d.rarely() ? d.extent(10) : H;
@@ -849,10 +853,7 @@ int fuzz_pool2d_backward(Draw& d) {
       [&] { kcnn::pool2d_backward(Space(), x.view, dy.view, dx.view, q); },
       [&] {
         if (dx.count == 0) return;
-        kcnn_test::PoolCase pc{"fuzz", int(N), int(C), int(H), int(W)};
-        pc.window_h = q.window_h, pc.window_w = q.window_w, pc.stride_h = q.stride_h;
-        pc.stride_w = q.stride_w, pc.pad_h = q.pad_h, pc.pad_w = q.pad_w, pc.mode = q.mode;
-        pc.count_include_pad = q.count_include_pad, pc.layout = q.layout;
+        const auto pc = pool_case(N, C, H, W, q);
         const auto want = kcnn_test::host_pool_backward(pc, x.values, dy.values);
         auto bound = kcnn_test::host_pool_backward(pc, x.values, magnitudes(dy.values));
         const double cells = double(q.window_h) * q.window_w;
