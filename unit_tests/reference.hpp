@@ -61,87 +61,6 @@ struct ConvCase {
   }
 };
 
-/// Uniform random values in [-1, 1] from a fixed seed; never all zeros.
-inline std::vector<double> random_values(std::size_t n, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  std::vector<double> v(n);
-  for (auto& e : v)
-    e = dist(rng);
-  return v;
-}
-
-inline std::size_t product(const std::array<int, 4>& e) {
-  return static_cast<std::size_t>(e[0]) * e[1] * e[2] * e[3];
-}
-
-/// Independent double-precision convolution on the host. Tensors are flat arrays in
-/// the case's layout; every index is computed here from first principles.
-inline std::vector<double> host_conv2d(const ConvCase& c, const std::vector<double>& x,
-                                       const std::vector<double>& w,
-                                       const std::vector<double>& bias) {
-  const int P = c.P(), Q = c.Q();
-  auto xi = [&](int n, int ch, int h, int wc) -> std::size_t {
-    return c.nhwc() ? ((static_cast<std::size_t>(n) * c.H + h) * c.W + wc) * c.C + ch
-                    : ((static_cast<std::size_t>(n) * c.C + ch) * c.H + h) * c.W + wc;
-  };
-  auto wi = [&](int m, int ch, int r, int s) -> std::size_t {
-    return c.nhwc() ? ((static_cast<std::size_t>(m) * c.R + r) * c.S + s) * c.C + ch
-                    : ((static_cast<std::size_t>(m) * c.C + ch) * c.R + r) * c.S + s;
-  };
-  auto yi = [&](int n, int m, int p, int q) -> std::size_t {
-    return c.nhwc() ? ((static_cast<std::size_t>(n) * P + p) * Q + q) * c.M + m
-                    : ((static_cast<std::size_t>(n) * c.M + m) * P + p) * Q + q;
-  };
-  std::vector<double> y(static_cast<std::size_t>(c.N) * c.M * P * Q);
-  for (int n = 0; n < c.N; ++n)
-    for (int m = 0; m < c.M; ++m)
-      for (int p = 0; p < P; ++p)
-        for (int q = 0; q < Q; ++q) {
-          double acc = c.bias ? bias[m] : 0.0;
-          for (int ch = 0; ch < c.C; ++ch)
-            for (int r = 0; r < c.R; ++r)
-              for (int s = 0; s < c.S; ++s) {
-                const std::int64_t h =
-                    std::int64_t{p} * c.stride_h - c.pad_h + std::int64_t{r} * c.dilation_h;
-                const std::int64_t wc =
-                    std::int64_t{q} * c.stride_w - c.pad_w + std::int64_t{s} * c.dilation_w;
-                if (h < 0 || h >= c.H || wc < 0 || wc >= c.W) continue;
-                acc += x[xi(n, ch, h, wc)] * w[wi(m, ch, r, s)];
-              }
-          switch (c.activation) {
-            case kcnn::Activation::Identity:
-              break;
-            case kcnn::Activation::ReLU:
-              acc = acc > 0 ? acc : 0;
-              break;
-            case kcnn::Activation::Sigmoid:
-              acc = 1.0 / (1.0 + std::exp(-acc));
-              break;
-            case kcnn::Activation::Tanh:
-              acc = std::tanh(acc);
-              break;
-          }
-          y[yi(n, m, p, q)] = acc;
-        }
-  return y;
-}
-
-/// The activation functions, in double, from their definitions.
-inline double host_activation(kcnn::Activation a, double v) {
-  switch (a) {
-    case kcnn::Activation::Identity:
-      return v;
-    case kcnn::Activation::ReLU:
-      return v > 0 ? v : 0;
-    case kcnn::Activation::Sigmoid:
-      return 1.0 / (1.0 + std::exp(-v));
-    case kcnn::Activation::Tanh:
-      return std::tanh(v);
-  }
-  return v;
-}
-
 /// One pooling problem, described the way a user would.
 struct PoolCase {
   std::string name;
@@ -177,60 +96,22 @@ struct PoolCase {
   }
 };
 
-/// Independent double-precision pooling on the host: act(pool(x) + bias[c]). Average
-/// divisors follow PyTorch's rule (window clipped to the padded input when padding
-/// counts, to the real input when it does not); Max propagates NaN.
-inline std::vector<double> host_pool2d(const PoolCase& c, const std::vector<double>& x,
-                                       const std::vector<double>& bias) {
-  const int P = c.P(), Q = c.Q();
-  auto xi = [&](int n, int ch, int h, int w) -> std::size_t {
-    return c.nhwc() ? ((static_cast<std::size_t>(n) * c.H + h) * c.W + w) * c.C + ch
-                    : ((static_cast<std::size_t>(n) * c.C + ch) * c.H + h) * c.W + w;
-  };
-  auto yi = [&](int n, int ch, int p, int q) -> std::size_t {
-    return c.nhwc() ? ((static_cast<std::size_t>(n) * P + p) * Q + q) * c.C + ch
-                    : ((static_cast<std::size_t>(n) * c.C + ch) * P + p) * Q + q;
-  };
-  std::vector<double> y(static_cast<std::size_t>(c.N) * c.C * P * Q);
-  for (int n = 0; n < c.N; ++n)
-    for (int ch = 0; ch < c.C; ++ch)
-      for (int p = 0; p < P; ++p)
-        for (int q = 0; q < Q; ++q) {
-          const std::int64_t hs = std::int64_t{p} * c.stride_h - c.pad_h,
-                             ws = std::int64_t{q} * c.stride_w - c.pad_w;
-          const std::int64_t padded_rows =
-              std::min<std::int64_t>(hs + c.window_h, std::int64_t{c.H} + c.pad_h) - hs;
-          const std::int64_t padded_cols =
-              std::min<std::int64_t>(ws + c.window_w, std::int64_t{c.W} + c.pad_w) - ws;
-          double max = -std::numeric_limits<double>::infinity(), sum = 0;
-          std::int64_t real = 0;
-          bool nan = false;
-          // The window's real rows and columns (padded cells never count): loops bounded
-          // by the input, whatever the window.
-          for (std::int64_t h = std::max<std::int64_t>(hs, 0);
-               h < std::min<std::int64_t>(hs + c.window_h, c.H); ++h)
-            for (std::int64_t w = std::max<std::int64_t>(ws, 0);
-                 w < std::min<std::int64_t>(ws + c.window_w, c.W); ++w) {
-              const double v = x[xi(n, ch, static_cast<int>(h), static_cast<int>(w))];
-              nan = nan || std::isnan(v);
-              max = std::max(max, v);
-              sum += v;
-              ++real;
-            }
-          double v = 0;
-          if (c.mode == kcnn::PoolMode::Max) {
-            v = nan ? std::numeric_limits<double>::quiet_NaN() : max;
-          } else {
-            v = sum / (c.count_include_pad ? padded_rows * padded_cols : real);
-          }
-          if (c.bias) v += bias[ch];
-          y[yi(n, ch, p, q)] = host_activation(c.activation, v);
-        }
-  return y;
+/// Uniform random values in [-1, 1] from a fixed seed; never all zeros.
+inline std::vector<double> random_values(std::size_t n, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::vector<double> v(n);
+  for (auto& e : v)
+    e = dist(rng);
+  return v;
+}
+
+inline std::size_t product(const std::array<int, 4>& e) {
+  return static_cast<std::size_t>(e[0]) * e[1] * e[2] * e[3];
 }
 
 // ---------------------------------------------------------------------------------
-// Backward operations
+// Flat indices in a case's layout, and the activations
 // ---------------------------------------------------------------------------------
 
 inline std::size_t x_index(const ConvCase& c, int n, int ch, int h, int w) {
@@ -245,6 +126,34 @@ inline std::size_t y_index(const ConvCase& c, int n, int m, int p, int q) {
   return c.nhwc() ? ((static_cast<std::size_t>(n) * c.P() + p) * c.Q() + q) * c.M + m
                   : ((static_cast<std::size_t>(n) * c.M + m) * c.P() + p) * c.Q() + q;
 }
+
+inline std::size_t pool_x_index(const PoolCase& c, int n, int ch, int h, int w) {
+  return c.nhwc() ? ((static_cast<std::size_t>(n) * c.H + h) * c.W + w) * c.C + ch
+                  : ((static_cast<std::size_t>(n) * c.C + ch) * c.H + h) * c.W + w;
+}
+inline std::size_t pool_y_index(const PoolCase& c, int n, int ch, int p, int q) {
+  return c.nhwc() ? ((static_cast<std::size_t>(n) * c.P() + p) * c.Q() + q) * c.C + ch
+                  : ((static_cast<std::size_t>(n) * c.C + ch) * c.P() + p) * c.Q() + q;
+}
+
+/// The activation functions, in double, from their definitions.
+inline double host_activation(kcnn::Activation a, double v) {
+  switch (a) {
+    case kcnn::Activation::Identity:
+      return v;
+    case kcnn::Activation::ReLU:
+      return v > 0 ? v : 0;
+    case kcnn::Activation::Sigmoid:
+      return 1.0 / (1.0 + std::exp(-v));
+    case kcnn::Activation::Tanh:
+      return std::tanh(v);
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------------------------
+// Forward operations
+// ---------------------------------------------------------------------------------
 
 /// Calls f(n, m, ch, p, q, r, s, h, w) for every multiply-add of the convolution that
 /// reads a real (not padded) input cell.
@@ -265,6 +174,74 @@ inline void for_each_mac(const ConvCase& c, F&& f) {
                   f(n, m, ch, p, q, r, s, static_cast<int>(h), static_cast<int>(w));
               }
 }
+
+/// Independent double-precision convolution on the host: act(bias[m] + the multiply-adds
+/// for_each_mac lists), in the order it lists them.
+inline std::vector<double> host_conv2d(const ConvCase& c, const std::vector<double>& x,
+                                       const std::vector<double>& w,
+                                       const std::vector<double>& bias) {
+  std::vector<double> y(product(c.y_extents()), 0.0);
+  if (c.bias)
+    for (int n = 0; n < c.N; ++n)
+      for (int m = 0; m < c.M; ++m)
+        for (int p = 0; p < c.P(); ++p)
+          for (int q = 0; q < c.Q(); ++q)
+            y[y_index(c, n, m, p, q)] = bias[m];
+  for_each_mac(c, [&](int n, int m, int ch, int p, int q, int r, int s, int h, int wc) {
+    y[y_index(c, n, m, p, q)] += x[x_index(c, n, ch, h, wc)] * w[w_index(c, m, ch, r, s)];
+  });
+  for (auto& v : y)
+    v = host_activation(c.activation, v);
+  return y;
+}
+
+/// Independent double-precision pooling on the host: act(pool(x) + bias[c]). Average
+/// divisors follow PyTorch's rule (window clipped to the padded input when padding
+/// counts, to the real input when it does not); Max propagates NaN.
+inline std::vector<double> host_pool2d(const PoolCase& c, const std::vector<double>& x,
+                                       const std::vector<double>& bias) {
+  const int P = c.P(), Q = c.Q();
+  std::vector<double> y(static_cast<std::size_t>(c.N) * c.C * P * Q);
+  for (int n = 0; n < c.N; ++n)
+    for (int ch = 0; ch < c.C; ++ch)
+      for (int p = 0; p < P; ++p)
+        for (int q = 0; q < Q; ++q) {
+          const std::int64_t hs = std::int64_t{p} * c.stride_h - c.pad_h,
+                             ws = std::int64_t{q} * c.stride_w - c.pad_w;
+          const std::int64_t padded_rows =
+              std::min<std::int64_t>(hs + c.window_h, std::int64_t{c.H} + c.pad_h) - hs;
+          const std::int64_t padded_cols =
+              std::min<std::int64_t>(ws + c.window_w, std::int64_t{c.W} + c.pad_w) - ws;
+          double max = -std::numeric_limits<double>::infinity(), sum = 0;
+          std::int64_t real = 0;
+          bool nan = false;
+          // The window's real rows and columns (padded cells never count): loops bounded
+          // by the input, whatever the window.
+          for (std::int64_t h = std::max<std::int64_t>(hs, 0);
+               h < std::min<std::int64_t>(hs + c.window_h, c.H); ++h)
+            for (std::int64_t w = std::max<std::int64_t>(ws, 0);
+                 w < std::min<std::int64_t>(ws + c.window_w, c.W); ++w) {
+              const double v = x[pool_x_index(c, n, ch, static_cast<int>(h), static_cast<int>(w))];
+              nan = nan || std::isnan(v);
+              max = std::max(max, v);
+              sum += v;
+              ++real;
+            }
+          double v = 0;
+          if (c.mode == kcnn::PoolMode::Max) {
+            v = nan ? std::numeric_limits<double>::quiet_NaN() : max;
+          } else {
+            v = sum / (c.count_include_pad ? padded_rows * padded_cols : real);
+          }
+          if (c.bias) v += bias[ch];
+          y[pool_y_index(c, n, ch, p, q)] = host_activation(c.activation, v);
+        }
+  return y;
+}
+
+// ---------------------------------------------------------------------------------
+// Backward operations
+// ---------------------------------------------------------------------------------
 
 inline std::vector<double> host_backward_data(const ConvCase& c, const std::vector<double>& dy,
                                               const std::vector<double>& w) {
@@ -288,15 +265,6 @@ inline void host_backward_weights(const ConvCase& c, const std::vector<double>& 
       for (int p = 0; p < c.P(); ++p)
         for (int q = 0; q < c.Q(); ++q)
           db[m] += dy[y_index(c, n, m, p, q)];
-}
-
-inline std::size_t pool_x_index(const PoolCase& c, int n, int ch, int h, int w) {
-  return c.nhwc() ? ((static_cast<std::size_t>(n) * c.H + h) * c.W + w) * c.C + ch
-                  : ((static_cast<std::size_t>(n) * c.C + ch) * c.H + h) * c.W + w;
-}
-inline std::size_t pool_y_index(const PoolCase& c, int n, int ch, int p, int q) {
-  return c.nhwc() ? ((static_cast<std::size_t>(n) * c.P() + p) * c.Q() + q) * c.C + ch
-                  : ((static_cast<std::size_t>(n) * c.C + ch) * c.P() + p) * c.Q() + q;
 }
 
 /// Scatters every output gradient onto its window: Max to the first strictly largest

@@ -161,7 +161,6 @@ struct Operand {
   std::uint64_t count = 0;
 
   std::size_t bytes() const { return memory->size() * sizeof(T); }
-  const void* begin() const { return memory->data(); }
 };
 
 /// Whether the product of the non-zero values is below 2^63 (kcnn's documented size
@@ -468,7 +467,6 @@ std::uint64_t output_extent(Draw& d, __int128 derived) {
   return d.extent(6);
 }
 
-template <class T>
 Storage draw_storage(Draw& d) {
   if (!d.rarely()) return Storage::RowMajor;
   return d.flag() ? Storage::ColumnMajor : Storage::Gapped;
@@ -529,13 +527,13 @@ int fuzz_conv2d_forward(Draw& d, bool fused) {
 
   const kcnn::Layout layout = valid_layout(p.layout) ? p.layout : kcnn::Layout::NCHW;
   Operand<T> x, w, bias, y;
-  if (!make_operand(x, in_layout(layout, N, C, H, W), draw_storage<T>(d), false, d.seed()) ||
-      !make_operand(w, in_layout(layout, M, wC, R, S), draw_storage<T>(d), false, d.seed()) ||
+  if (!make_operand(x, in_layout(layout, N, C, H, W), draw_storage(d), false, d.seed()) ||
+      !make_operand(w, in_layout(layout, M, wC, R, S), draw_storage(d), false, d.seed()) ||
       !make_operand(bias, {B, 1, 1, 1}, Storage::RowMajor, false, d.seed()))
     return -1;
   const auto ye = in_layout(layout, yN, yM, yP, yQ);
   const bool alias = d.rarely() && make_alias(y, ye, d.flag() ? x : w, d.small(0, 3));
-  if (!alias && !make_operand(y, ye, draw_storage<T>(d), true, 0)) return -1;
+  if (!alias && !make_operand(y, ye, draw_storage(d), true, 0)) return -1;
   for (const auto* t : {&x, &w, &bias, &y})
     v.require(t->representable, "a tensor with 2^63 or more elements");
   for (const auto* t : {&x, &w, &y})
@@ -606,12 +604,12 @@ int fuzz_pool2d_forward(Draw& d) {
 
   const kcnn::Layout layout = valid_layout(q.layout) ? q.layout : kcnn::Layout::NCHW;
   Operand<T> x, bias, y;
-  if (!make_operand(x, in_layout(layout, N, C, H, W), draw_storage<T>(d), false, d.seed()) ||
+  if (!make_operand(x, in_layout(layout, N, C, H, W), draw_storage(d), false, d.seed()) ||
       !make_operand(bias, {B, 1, 1, 1}, Storage::RowMajor, false, d.seed()))
     return -1;
   const auto ye = in_layout(layout, N, yC, yP, yQ);
   const bool alias = d.rarely() && make_alias(y, ye, x, d.small(0, 3));
-  if (!alias && !make_operand(y, ye, draw_storage<T>(d), true, 0)) return -1;
+  if (!alias && !make_operand(y, ye, draw_storage(d), true, 0)) return -1;
   for (const auto* t : {&x, &bias, &y})
     v.require(t->representable, "a tensor with 2^63 or more elements");
   v.require(x.contiguous && y.contiguous, "a non-contiguous tensor");
@@ -677,7 +675,7 @@ int fuzz_unroll(Draw& d, bool fold) {
   }
 
   Operand<T> x, cols_op;
-  if (!make_operand(x, in_layout(layout, N, C, H, W), draw_storage<T>(d), fold, d.seed()) ||
+  if (!make_operand(x, in_layout(layout, N, C, H, W), draw_storage(d), fold, d.seed()) ||
       !make_operand(cols_op, {rows, cols_extent, 1, 1}, Storage::RowMajor, !fold, d.seed()))
     return -1;
   v.require(x.representable && cols_op.representable, "a tensor with 2^63 or more elements");
@@ -752,16 +750,16 @@ int fuzz_conv2d_backward(Draw& d, bool weights) {
   Operand<T> x, w, dy, dbias;
   if (!make_operand(dbias, {B, 1, 1, 1}, Storage::RowMajor, true, 0)) return -1;
   const auto xe = in_layout(layout, N, C, H, W), we = in_layout(layout, M, wC, R, S);
-  if (!make_operand(dy, in_layout(layout, N, M, yP, yQ), draw_storage<T>(d), false, d.seed()))
+  if (!make_operand(dy, in_layout(layout, N, M, yP, yQ), draw_storage(d), false, d.seed()))
     return -1;
   if (weights) {
-    if (!make_operand(x, xe, draw_storage<T>(d), false, d.seed())) return -1;
+    if (!make_operand(x, xe, draw_storage(d), false, d.seed())) return -1;
     const bool alias = d.rarely() && make_alias(w, we, d.flag() ? x : dy, d.small(0, 3));
-    if (!alias && !make_operand(w, we, draw_storage<T>(d), true, 0)) return -1;
+    if (!alias && !make_operand(w, we, draw_storage(d), true, 0)) return -1;
   } else {
-    if (!make_operand(w, we, draw_storage<T>(d), false, d.seed())) return -1;
+    if (!make_operand(w, we, draw_storage(d), false, d.seed())) return -1;
     const bool alias = d.rarely() && make_alias(x, xe, d.flag() ? w : dy, d.small(0, 3));
-    if (!alias && !make_operand(x, xe, draw_storage<T>(d), true, 0)) return -1;
+    if (!alias && !make_operand(x, xe, draw_storage(d), true, 0)) return -1;
   }
   for (const auto* t : {&x, &w, &dy, &dbias})
     v.require(t->representable, "a tensor with 2^63 or more elements");
@@ -836,12 +834,12 @@ int fuzz_pool2d_backward(Draw& d) {
 
   const kcnn::Layout layout = valid_layout(q.layout) ? q.layout : kcnn::Layout::NCHW;
   Operand<T> x, dy, dx;
-  if (!make_operand(x, in_layout(layout, N, C, H, W), draw_storage<T>(d), false, d.seed()) ||
-      !make_operand(dy, in_layout(layout, N, C, yP, yQ), draw_storage<T>(d), false, d.seed()))
+  if (!make_operand(x, in_layout(layout, N, C, H, W), draw_storage(d), false, d.seed()) ||
+      !make_operand(dy, in_layout(layout, N, C, yP, yQ), draw_storage(d), false, d.seed()))
     return -1;
   const auto dxe = in_layout(layout, N, C, dxH, W);
   const bool alias = d.rarely() && make_alias(dx, dxe, d.flag() ? x : dy, d.small(0, 3));
-  if (!alias && !make_operand(dx, dxe, draw_storage<T>(d), true, 0)) return -1;
+  if (!alias && !make_operand(dx, dxe, draw_storage(d), true, 0)) return -1;
   for (const auto* t : {&x, &dy, &dx})
     v.require(t->representable, "a tensor with 2^63 or more elements");
   v.require(x.contiguous && dy.contiguous && dx.contiguous, "a non-contiguous tensor");
@@ -872,7 +870,7 @@ int fuzz_activation_backward(Draw& d) {
   Verdict v;
   v.require(valid_activation(activation), "unknown activation");
   Operand<T> y, dy, dx;
-  const Storage ys = draw_storage<T>(d), dys = d.rarely() ? draw_storage<T>(d) : ys;
+  const Storage ys = draw_storage(d), dys = d.rarely() ? draw_storage(d) : ys;
   if (!make_operand(y, e, ys, false, d.seed()) || !make_operand(dy, e, dys, false, d.seed()))
     return -1;
   // dx: its own tensor, dy itself or y itself (in place), or a partial overlap
@@ -884,7 +882,7 @@ int fuzz_activation_backward(Draw& d) {
     dx.representable = same.representable, dx.contiguous = same.contiguous, dx.count = same.count;
     in_place = true;
   } else if (!(where == 3 && make_alias(dx, e, dy, 1)) &&
-             !make_operand(dx, e, d.rarely() ? draw_storage<T>(d) : ys, true, 0)) {
+             !make_operand(dx, e, d.rarely() ? draw_storage(d) : ys, true, 0)) {
     return -1;
   }
   for (const auto* t : {&y, &dy, &dx})
