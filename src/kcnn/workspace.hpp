@@ -18,7 +18,10 @@
 /// and may share its buffer while earlier calls still run; calls on different
 /// instances use different buffers. A call holds its instance's buffer (a mutex) while
 /// it enqueues work, so host threads sharing one instance take turns. Growing a buffer
-/// fences that instance. Kokkos::finalize frees every buffer.
+/// fences that instance. Kokkos::finalize frees every buffer. A buffer is keyed by its
+/// stream's handle and outlives the stream: fence an instance before destroying its
+/// stream (a stream created later may get the same handle and reuse the buffer), and
+/// call release_workspaces() to free the buffers of streams that are gone.
 ///
 /// A convolution with a fused pooling (Conv2dParams::pool) whose algorithm has no fused
 /// kernel keeps the unpooled output in a second cached buffer per instance, of the

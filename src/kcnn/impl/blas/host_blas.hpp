@@ -96,12 +96,21 @@ void host_gemm_row_major(char trans_a, char trans_b, int m, int n, int k, T alph
 #endif
 }
 
+/// Guards the process-wide OpenBLAS thread count that with_single_threaded_host_blas
+/// sets and restores: one mutex for every caller, whatever f's type.
+inline std::mutex& host_blas_threads_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
 /// Runs f() with the host BLAS doing each call on the calling thread. OpenBLAS (whose
 /// pthreads build would start its own threads inside every call, oversubscribing the
 /// cores kcnn's threads already use) is set to one thread through
 /// openblas_set_num_threads, looked up at run time, and restored afterwards; other BLAS
 /// libraries are left as they are (MKL and OpenMP builds run single-threaded inside
-/// parallel regions by themselves). The setting is process-wide while f() runs.
+/// parallel regions by themselves). The setting is process-wide while f() runs, so f()
+/// runs under host_blas_threads_mutex(): host threads that each drive an instance of their
+/// own take turns here.
 template <class F>
 void with_single_threaded_host_blas(F&& f) {
 #if KCNN_HAS_DLSYM
@@ -112,8 +121,7 @@ void with_single_threaded_host_blas(F&& f) {
   static const auto get_threads =
       reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
   if (set_threads && get_threads) {
-    static std::mutex mutex;
-    std::lock_guard<std::mutex> lock(mutex);
+    std::lock_guard<std::mutex> lock(host_blas_threads_mutex());
     const int previous = get_threads();
     if (previous > 1) set_threads(1);
     struct Restore {

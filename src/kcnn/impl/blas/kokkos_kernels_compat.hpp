@@ -39,6 +39,16 @@
 
 namespace kcnn::Impl::kokkos_kernels_compat {
 
+#if defined(KCNN_KOKKOSKERNELS_CUBLAS_HANDLE)
+/// Serializes kcnn's uses of Kokkos Kernels' process-wide cuBLAS handle, whose stream
+/// and math mode each call binds and restores. One mutex for every caller (not one per
+/// template instantiation): a float and a 16-bit GEMM on two streams share the handle.
+inline std::mutex& cublas_handle_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+#endif
+
 /// True when KokkosBlas::gemm on these operand View types is served by a TPL (the host
 /// BLAS or cuBLAS) rather than Kokkos Kernels' own kernel.
 /// Kokkos Kernels < 3.6: gemm_tpl_spec_avail<A, B, C>; 3.6 and later take the execution
@@ -71,8 +81,7 @@ void gemm(const ExecSpace& space, const char* trans_a, const char* trans_b, Scal
     // handle holds, unordered with kcnn's kernels on `space`) for this call and restore
     // what it held afterwards. The mutex serializes kcnn's uses of the handle. cuBLAS
     // reads the math mode when the call is enqueued, so restoring on return is safe.
-    static std::mutex handle_mutex;
-    const std::lock_guard<std::mutex> lock(handle_mutex);
+    const std::lock_guard<std::mutex> lock(cublas_handle_mutex());
     cublasHandle_t handle = KokkosBlas::Impl::CudaBlasSingleton::singleton().handle;
     cublasMath_t previous_math = CUBLAS_DEFAULT_MATH;
     cublasGetMathMode(handle, &previous_math);
@@ -132,8 +141,7 @@ bool gemm_16bit_float(const ExecSpace& space, char trans_a, char trans_b, int m,
 #if defined(KCNN_KOKKOSKERNELS_CUBLAS_HANDLE)
   if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
     // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the operands swap.
-    static std::mutex handle_mutex;  // serializes kcnn's stream binding of the shared handle
-    const std::lock_guard<std::mutex> lock(handle_mutex);
+    const std::lock_guard<std::mutex> lock(cublas_handle_mutex());
     cublasHandle_t handle = KokkosBlas::Impl::CudaBlasSingleton::singleton().handle;
     cudaStream_t previous = nullptr;
     cublasGetStream(handle, &previous);
