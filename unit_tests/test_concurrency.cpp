@@ -204,11 +204,13 @@ void compare_with_serial(const std::array<std::vector<Job>, 2>& lists,
   }
 }
 
-/// Runs the two job lists at once, each on an instance of its own.
+/// Runs the two job lists at once, each on an instance of its own. A template (S is
+/// Space) so that `if constexpr` discards the other backends' branches.
+template <class S>
 void run_concurrently(const std::array<std::vector<Job>, 2>& lists) {
 #if KOKKOS_VERSION >= 40000
-  const auto instances = Kokkos::Experimental::partition_space(Space(), 1, 1);
-  if constexpr (kOnHost) {
+  const auto instances = Kokkos::Experimental::partition_space(S(), 1, 1);
+  if constexpr (kcnn::Impl::runs_on_host_v<S>) {
     std::array<std::exception_ptr, 2> errors;
     auto drive = [&](int i) {
       try {
@@ -230,11 +232,11 @@ void run_concurrently(const std::array<std::vector<Job>, 2>& lists) {
           if (j < lists[i].size()) lists[i][j].run(instances[i]);
     instances[0].fence();
     instances[1].fence();
-    kcnn::release_workspaces();  // the instances' streams go with them (see below)
+    kcnn::release_workspaces();  // the instances' streams go with them
   }
 #else
 #if defined(KOKKOS_ENABLE_CUDA)
-  if constexpr (std::is_same_v<Space, Kokkos::Cuda>) {
+  if constexpr (std::is_same_v<S, Kokkos::Cuda>) {
     struct Streams {
       cudaStream_t stream[2] = {nullptr, nullptr};
       Streams() {
@@ -263,7 +265,7 @@ void run_concurrently(const std::array<std::vector<Job>, 2>& lists) {
   }
 #endif
 #if defined(KOKKOS_ENABLE_OPENMP)
-  if constexpr (std::is_same_v<Space, Kokkos::OpenMP>) {
+  if constexpr (std::is_same_v<S, Kokkos::OpenMP>) {
     // partition_master runs f on two new masters, each over half of the pool, when
     // nested OpenMP parallelism is allowed.
     const int saved_levels = omp_get_max_active_levels();
@@ -274,7 +276,7 @@ void run_concurrently(const std::array<std::vector<Job>, 2>& lists) {
         [&](int partition, int partitions) {
           partitions_seen[partition] = partitions;
           try {
-            run_rounds(Kokkos::OpenMP(), lists[partition]);
+            run_rounds(S(), lists[partition]);
           } catch (...) {
             errors[partition] = std::current_exception();
           }
@@ -289,7 +291,7 @@ void run_concurrently(const std::array<std::vector<Job>, 2>& lists) {
     return;
   }
 #endif
-  FAIL() << "no two concurrent instances of " << Space::name() << " in Kokkos 3";
+  FAIL() << "no two concurrent instances of " << S::name() << " in Kokkos 3";
 #endif
 }
 
@@ -307,7 +309,7 @@ TEST(Concurrency, TwoInstancesGiveTheSerialResults) {
   for (const auto& list : lists)
     for (const Job& job : list)
       job.poison();
-  run_concurrently(lists);
+  run_concurrently<Space>(lists);
   compare_with_serial(lists, serial);
 }
 

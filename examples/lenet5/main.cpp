@@ -432,7 +432,8 @@ void print_usage(std::FILE* to) {
       "       lenet5 infer [--weights FILE] [--batch B] [--limit N] [--data DIR]\n"
       "                    [--precision fp32|bf16|fp16] [--min-accuracy A] [--skip-missing-data]\n"
       "       lenet5 --help\n"
-      "train: SGD with momentum on the first N training images (default all), batch B\n"
+      "train: SGD with momentum on the first N training images (default all; the\n"
+      "  accuracy after each epoch on the first N test images), batch B\n"
       "  (default 64), E epochs (default 5) at the rate LR (default 0.02) except the last\n"
       "  two of three or more epochs, at LR / 5 and LR / 25 (with two epochs the second at\n"
       "  LR / 25); writes the weights to FILE (default lenet5_trained.bin).\n"
@@ -600,6 +601,9 @@ int train(const Options& o) {
                              std::to_string(train_set.count) +
                              " training images: no step could run");
   const DeviceData train_data(train_set), test_data(test_set);
+  // A run limited to N training images is a quick one: its per-epoch accuracy takes the
+  // first N test images too.
+  const int test_count = o.limit ? std::min(o.limit, test_set.count) : test_set.count;
 
   const std::vector<float> init = initial_weights(20261122);
   Vector weights("weights", init.size()), grads("grads", init.size()),
@@ -658,7 +662,7 @@ int train(const Options& o) {
     Kokkos::fence();
     const double epoch_seconds = seconds_since(t0);
     if (terminal) std::printf("\n");
-    const double test_accuracy = evaluate(net, test_data, test_set.count, 500);
+    const double test_accuracy = evaluate(net, test_data, test_count, 500);
     std::printf("epoch %d/%d: %.1f s (%.0f img/s), lr %g, mean loss %.4f, test accuracy %.4f\n",
                 epoch + 1, o.epochs, epoch_seconds, seen / epoch_seconds, double(lr),
                 loss_sum / seen, test_accuracy);
