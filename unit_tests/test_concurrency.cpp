@@ -45,6 +45,12 @@ Tensor4<T, Space> output(const std::array<int, 4>& e) {
   return Tensor4<T, Space>("out", e[0], e[1], e[2], e[3]);
 }
 
+template <class T>
+Tensor4<T, Space> random_tensor(const std::string& label, const std::array<int, 4>& e,
+                                unsigned seed) {
+  return make_tensor<T, Space>(label, e, random_values(product(e), seed));
+}
+
 /// Same results up to the order of floating-point sums: cuBLAS may pick another kernel
 /// while a second stream is active and OpenBLAS splits work by its thread count, so
 /// only a few ulps of the output's magnitude may differ. A race on a shared buffer
@@ -52,6 +58,13 @@ Tensor4<T, Space> output(const std::array<int, 4>& e) {
 template <class T>
 constexpr double reorder_tolerance() {
   return std::is_same_v<T, float> ? 1e-5 : 1e-13;
+}
+
+/// A job writing one output View: run(space) enqueues the call.
+template <class T, class Run>
+Job one_output_job(const std::string& name, const Tensor4<T, Space>& out, Run run) {
+  return {name, reorder_tolerance<T>(), run, [=] { return to_host(out); },
+          [=] { kcnn_test::poison(out); }};
 }
 
 template <class T>
@@ -70,30 +83,24 @@ Job forward_job(const std::string& name, ConvCase c, kcnn::ConvAlgo algo,
   auto y = output<T>(ye);
   auto x = in.x, w = in.w;
   auto bias = c.bias ? in.bias : Tensor1<T, Space>("no_bias", 0);
-  return {name, reorder_tolerance<T>(),
-          [=](const Space& space) { kcnn::conv2d_forward(space, x, w, bias, y, params); },
-          [=] { return to_host(y); }, [=] { kcnn_test::poison(y); }};
+  return one_output_job<T>(
+      name, y, [=](const Space& space) { kcnn::conv2d_forward(space, x, w, bias, y, params); });
 }
 
 template <class T>
 Job backward_data_job(const std::string& name, const ConvCase& c) {
-  const auto dy =
-      make_tensor<T, Space>("dy", c.y_extents(), random_values(product(c.y_extents()), 5));
-  const auto w =
-      make_tensor<T, Space>("w", c.w_extents(), random_values(product(c.w_extents()), 6));
+  const auto dy = random_tensor<T>("dy", c.y_extents(), 5);
+  const auto w = random_tensor<T>("w", c.w_extents(), 6);
   auto dx = output<T>(c.x_extents());
   const kcnn::Conv2dParams params = c.params();
-  return {name, reorder_tolerance<T>(),
-          [=](const Space& space) { kcnn::conv2d_backward_data(space, dy, w, dx, params); },
-          [=] { return to_host(dx); }, [=] { kcnn_test::poison(dx); }};
+  return one_output_job<T>(
+      name, dx, [=](const Space& space) { kcnn::conv2d_backward_data(space, dy, w, dx, params); });
 }
 
 template <class T>
 Job backward_weights_job(const std::string& name, const ConvCase& c) {
-  const auto x =
-      make_tensor<T, Space>("x", c.x_extents(), random_values(product(c.x_extents()), 7));
-  const auto dy =
-      make_tensor<T, Space>("dy", c.y_extents(), random_values(product(c.y_extents()), 8));
+  const auto x = random_tensor<T>("x", c.x_extents(), 7);
+  const auto dy = random_tensor<T>("dy", c.y_extents(), 8);
   auto dw = output<T>(c.w_extents());
   Tensor1<T, Space> dbias("dbias", c.M);
   const kcnn::Conv2dParams params = c.params();
@@ -169,8 +176,9 @@ std::array<std::vector<Job>, 2> job_lists() {
 
 constexpr int kRounds = 4;
 
-/// Runs `jobs` kRounds times on `space` and fences it.
-void run_rounds(const Space& space, const std::vector<Job>& jobs) {
+/// Runs `jobs` kRounds times on `space` and fences it (host backends' threads; unused
+/// where the device branch is the only one compiled).
+[[maybe_unused]] void run_rounds(const Space& space, const std::vector<Job>& jobs) {
   for (int round = 0; round < kRounds; ++round)
     for (const Job& job : jobs)
       job.run(space);
@@ -204,6 +212,18 @@ void compare_with_serial(const std::array<std::vector<Job>, 2>& lists,
   }
 }
 
+/// Device backends: one host thread enqueues both instances' work, interleaved, kRounds
+/// times, and fences only at the end, so that the two streams' kernels overlap.
+template <class Instances>
+void run_interleaved(const Instances& instances, const std::array<std::vector<Job>, 2>& lists) {
+  for (int round = 0; round < kRounds; ++round)
+    for (std::size_t j = 0; j < std::max(lists[0].size(), lists[1].size()); ++j)
+      for (int i = 0; i < 2; ++i)
+        if (j < lists[i].size()) lists[i][j].run(instances[i]);
+  instances[0].fence();
+  instances[1].fence();
+}
+
 /// Runs the two job lists at once, each on an instance of its own. A template (S is
 /// Space) so that `if constexpr` discards the other backends' branches.
 template <class S>
@@ -225,13 +245,7 @@ void run_concurrently(const std::array<std::vector<Job>, 2>& lists) {
     for (const auto& error : errors)
       if (error) std::rethrow_exception(error);
   } else {
-    // One host thread enqueues both streams' work, interleaved; nothing fences between.
-    for (int round = 0; round < kRounds; ++round)
-      for (std::size_t j = 0; j < std::max(lists[0].size(), lists[1].size()); ++j)
-        for (int i = 0; i < 2; ++i)
-          if (j < lists[i].size()) lists[i][j].run(instances[i]);
-    instances[0].fence();
-    instances[1].fence();
+    run_interleaved(instances, lists);
     kcnn::release_workspaces();  // the instances' streams go with them
   }
 #else
@@ -251,12 +265,7 @@ void run_concurrently(const std::array<std::vector<Job>, 2>& lists) {
     {
       const std::array<Kokkos::Cuda, 2> instances{Kokkos::Cuda(streams.stream[0]),
                                                   Kokkos::Cuda(streams.stream[1])};
-      for (int round = 0; round < kRounds; ++round)
-        for (std::size_t j = 0; j < std::max(lists[0].size(), lists[1].size()); ++j)
-          for (int i = 0; i < 2; ++i)
-            if (j < lists[i].size()) lists[i][j].run(instances[i]);
-      instances[0].fence();
-      instances[1].fence();
+      run_interleaved(instances, lists);
     }
     // The cached buffers of these streams' instances are keyed by the stream: give them
     // back before the streams go (a later stream may reuse the handle).
