@@ -114,26 +114,37 @@ inline std::size_t product(const std::array<int, 4>& e) {
 // Flat indices in a case's layout, and the activations
 // ---------------------------------------------------------------------------------
 
+/// The flat index of (n, ch, h, w) in a tensor of `channels` x `rows` x `cols` per image,
+/// NHWC or NCHW. Every tensor of the references is indexed through it.
+inline std::size_t layout_index(bool nhwc, int channels, int rows, int cols, int n, int ch, int h,
+                                int w) {
+  return nhwc ? ((static_cast<std::size_t>(n) * rows + h) * cols + w) * channels + ch
+              : ((static_cast<std::size_t>(n) * channels + ch) * rows + h) * cols + w;
+}
 inline std::size_t x_index(const ConvCase& c, int n, int ch, int h, int w) {
-  return c.nhwc() ? ((static_cast<std::size_t>(n) * c.H + h) * c.W + w) * c.C + ch
-                  : ((static_cast<std::size_t>(n) * c.C + ch) * c.H + h) * c.W + w;
+  return layout_index(c.nhwc(), c.C, c.H, c.W, n, ch, h, w);
 }
 inline std::size_t w_index(const ConvCase& c, int m, int ch, int r, int s) {
-  return c.nhwc() ? ((static_cast<std::size_t>(m) * c.R + r) * c.S + s) * c.C + ch
-                  : ((static_cast<std::size_t>(m) * c.C + ch) * c.R + r) * c.S + s;
+  return layout_index(c.nhwc(), c.C, c.R, c.S, m, ch, r, s);
 }
 inline std::size_t y_index(const ConvCase& c, int n, int m, int p, int q) {
-  return c.nhwc() ? ((static_cast<std::size_t>(n) * c.P() + p) * c.Q() + q) * c.M + m
-                  : ((static_cast<std::size_t>(n) * c.M + m) * c.P() + p) * c.Q() + q;
+  return layout_index(c.nhwc(), c.M, c.P(), c.Q(), n, m, p, q);
 }
-
 inline std::size_t pool_x_index(const PoolCase& c, int n, int ch, int h, int w) {
-  return c.nhwc() ? ((static_cast<std::size_t>(n) * c.H + h) * c.W + w) * c.C + ch
-                  : ((static_cast<std::size_t>(n) * c.C + ch) * c.H + h) * c.W + w;
+  return layout_index(c.nhwc(), c.C, c.H, c.W, n, ch, h, w);
 }
 inline std::size_t pool_y_index(const PoolCase& c, int n, int ch, int p, int q) {
-  return c.nhwc() ? ((static_cast<std::size_t>(n) * c.P() + p) * c.Q() + q) * c.C + ch
-                  : ((static_cast<std::size_t>(n) * c.C + ch) * c.P() + p) * c.Q() + q;
+  return layout_index(c.nhwc(), c.C, c.P(), c.Q(), n, ch, p, q);
+}
+
+/// (n, ch, h, w) of flat index i in a tensor indexed as layout_index does.
+inline std::array<std::int64_t, 4> layout_coordinates(bool nhwc, std::int64_t channels,
+                                                      std::int64_t rows, std::int64_t cols,
+                                                      std::int64_t i) {
+  if (nhwc)
+    return {i / channels / cols / rows, i % channels, (i / channels / cols) % rows,
+            (i / channels) % cols};
+  return {i / cols / rows / channels, (i / cols / rows) % channels, (i / cols) % rows, i % cols};
 }
 
 /// The activation functions, in double, from their definitions.

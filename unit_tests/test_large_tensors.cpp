@@ -50,10 +50,8 @@ TEST(LargeTensors, ConvAndPoolPast2To31Elements) {
     const auto wv = random_values(product(we), 7);
     const auto w = make_tensor<float, Space>("w", we, wv);
     Tensor4<float, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
-    auto xval = [&](int n, int ch, std::int64_t h, std::int64_t wc) -> double {
-      const std::uint64_t i = c.nhwc() ? ((std::uint64_t(n) * c.H + h) * c.W + wc) * c.C + ch
-                                       : ((std::uint64_t(n) * c.C + ch) * c.H + h) * c.W + wc;
-      return hashed(i);
+    auto xval = [&](int n, int ch, int h, int wc) -> double {
+      return hashed(x_index(c, n, ch, h, wc));
     };
     for (kcnn::ConvAlgo algo : {kcnn::ConvAlgo::Tiled, kcnn::ConvAlgo::ImplicitGemm}) {
       SCOPED_TRACE(std::string(kcnn::to_string(layout)) + " " + kcnn::to_string(algo));
@@ -63,24 +61,16 @@ TEST(LargeTensors, ConvAndPoolPast2To31Elements) {
       kcnn::conv2d_forward(Space(), x, w, y, params);
       Space().fence();
       auto yh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y);
-      const std::int64_t P = c.P(), Q = c.Q();
       for (std::int64_t i : samples(std::int64_t(yh.span()))) {
-        // (n, m, p, q) of flat index i in the layout
-        std::int64_t n, m, p, q;
-        if (c.nhwc()) {
-          m = i % c.M, q = (i / c.M) % Q, p = (i / c.M / Q) % P, n = i / c.M / Q / P;
-        } else {
-          q = i % Q, p = (i / Q) % P, m = (i / Q / P) % c.M, n = i / Q / P / c.M;
-        }
+        const auto [n, m, p, q] = layout_coordinates(c.nhwc(), c.M, c.P(), c.Q(), i);
         double want = 0;
         for (int ch = 0; ch < c.C; ++ch)
           for (int r = 0; r < c.R; ++r)
             for (int s = 0; s < c.S; ++s) {
-              const std::int64_t h = p - 1 + r, wc = q - 1 + s;
+              const std::int64_t h = p * c.stride_h - c.pad_h + r * c.dilation_h;
+              const std::int64_t wc = q * c.stride_w - c.pad_w + s * c.dilation_w;
               if (h < 0 || h >= c.H || wc < 0 || wc >= c.W) continue;
-              const std::size_t wi = c.nhwc() ? ((std::size_t(m) * 3 + r) * 3 + s) * c.C + ch
-                                              : ((std::size_t(m) * c.C + ch) * 3 + r) * 3 + s;
-              want += xval(int(n), ch, h, wc) * wv[wi];
+              want += xval(int(n), ch, int(h), int(wc)) * wv[w_index(c, int(m), ch, r, s)];
             }
         EXPECT_NEAR(yh.data()[i], want, 1e-4 * 9 * c.C) << "output " << i;
       }
@@ -94,18 +84,13 @@ TEST(LargeTensors, ConvAndPoolPast2To31Elements) {
     kcnn::pool2d_forward(Space(), x, yp, pc.params());
     Space().fence();
     auto ph = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), yp);
-    const std::int64_t PP = pc.P(), QQ = pc.Q();
     for (std::int64_t i : samples(std::int64_t(ph.span()))) {
-      std::int64_t ch, p, q;
-      if (c.nhwc()) {
-        ch = i % c.C, q = (i / c.C) % QQ, p = i / c.C / QQ;
-      } else {
-        q = i % QQ, p = (i / QQ) % PP, ch = i / QQ / PP;
-      }
+      const auto [n, ch, p, q] = layout_coordinates(pc.nhwc(), pc.C, pc.P(), pc.Q(), i);
       double want = -1e30;
-      for (int r = 0; r < 2; ++r)
-        for (int s = 0; s < 2; ++s)
-          want = std::max(want, xval(0, int(ch), 2 * p + r, 2 * q + s));
+      for (int r = 0; r < pc.window_h; ++r)
+        for (int s = 0; s < pc.window_w; ++s)
+          want = std::max(
+              want, xval(int(n), int(ch), int(p * pc.stride_h + r), int(q * pc.stride_w + s)));
       EXPECT_EQ(ph.data()[i], float(want)) << "pooled output " << i;
     }
   }
