@@ -49,7 +49,7 @@
 
 /// Tiled's launch (conv2d_tiled) for SPACE and T: it fuses every pooling, so y is T.
 #define KCNN_CONV2D_TILED_INSTANCE(EXTERN, SPACE, T)                                              \
-  EXTERN template void kcnn::Impl::conv2d_tiled<                                                  \
+  EXTERN template std::size_t kcnn::Impl::conv2d_tiled<                                           \
       SPACE, kcnn::Impl::kernel_input4_t<SPACE, T>, kcnn::Impl::kernel_input4_t<SPACE, T>,        \
       kcnn::Impl::kernel_input1_t<SPACE, T>, kcnn::Impl::kernel_output4_t<SPACE, T>>(             \
       const SPACE&, const kcnn::Impl::kernel_input4_t<SPACE, T>&,                                 \

@@ -14,6 +14,7 @@
 
 #include "../../../types.hpp"
 #include "../../arch/device_traits.hpp"
+#include "../../arch/host_simd.hpp"
 #include "../../common/element_traits.hpp"
 #include "../../common/problem.hpp"
 #include "../dispatch.hpp"
@@ -68,25 +69,6 @@ enum class Target { Host, Device };
 template <class ExecSpace>
 constexpr Target target_of() {
   return runs_on_host_v<ExecSpace> ? Target::Host : Target::Device;
-}
-
-/// The host instruction set the kernels were compiled for (kcnn's headers compile in
-/// the caller's project: its -march, see KCNN_HOST_ARCH), which decides how wide the
-/// host kernels' SIMD loops are.
-/// Avx512Amx: AVX-512 plus AMX tiles, i.e. Intel Xeon from Sapphire Rapids on, whose
-/// measured winners differ from AVX-512 CPUs without AMX (AMD Zen 4): TUNING.md.
-enum class HostIsa { Generic, Avx2, Avx512, Avx512Amx };
-
-constexpr HostIsa build_host_isa() {
-#if defined(__AVX512F__) && defined(__AMX_TILE__)
-  return HostIsa::Avx512Amx;
-#elif defined(__AVX512F__)
-  return HostIsa::Avx512;
-#elif defined(__AVX2__)
-  return HostIsa::Avx2;
-#else
-  return HostIsa::Generic;
-#endif
 }
 
 /// What the Auto rules look at besides the problem: where the kernels run, the element

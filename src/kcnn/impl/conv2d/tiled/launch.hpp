@@ -21,6 +21,7 @@
 #include "device_kernel.hpp"
 #include "geometry.hpp"
 #include "host_kernel.hpp"
+#include "host_simd_kernel.hpp"
 
 namespace kcnn::Impl {
 
@@ -204,11 +205,17 @@ void conv2d_tiled_filter_dispatch(const ExecSpace& space, const XView& x, const 
   }
 }
 
-/// Runs ConvAlgo::Tiled; `pb` has been validated against the Views.
+/// Runs ConvAlgo::Tiled; `pb` has been validated against the Views. Returns the
+/// workspace bytes (the host register-blocked kernel's packed weights; else 0).
 template <class ExecSpace, class XView, class WView, class BView, class YView>
-void conv2d_tiled(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
-                  const YView& y, const Conv2dProblem& pb,
-                  const TiledTuning& tuning = TiledTuning{}, LaunchMode mode = LaunchMode::Run) {
+std::size_t conv2d_tiled(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
+                         const YView& y, const Conv2dProblem& pb,
+                         const TiledTuning& tuning = TiledTuning{},
+                         LaunchMode mode = LaunchMode::Run) {
+  if constexpr (runs_on_host_v<ExecSpace> && tiled_host_simd_types_v<view_scalar_t<XView>>) {
+    if (tiled_host_simd_applies<view_scalar_t<XView>>(pb, logical_strides<Layout::NHWC>(x).c))
+      return conv2d_tiled_host_simd(space, x, w, bias, y, pb, mode);
+  }
   using Tiles = TiledMicroTiles<ExecSpace>;
   const bool unit =
       pb.stride_h == 1 && pb.stride_w == 1 && pb.dilation_h == 1 && pb.dilation_w == 1;
@@ -235,6 +242,7 @@ void conv2d_tiled(const ExecSpace& space, const XView& x, const WView& w, const 
   } else {
     with_unit(std::integral_constant<Layout, Layout::NHWC>{});
   }
+  return 0;
 }
 
 }  // namespace kcnn::Impl

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /// \file impl/conv2d/tiled/tiled_algorithm.hpp
 /// \brief ConvAlgo::Tiled's descriptor: direct convolution from staged halo tiles in
-///        team scratch, register-blocked. Fuses every pooling; no workspace; limits: the
-///        staged tile must fit team scratch (large dilated filters), 32-bit league and
-///        filter offsets.
+///        team scratch, register-blocked (on hosts, unpooled NHWC float and double: the
+///        register-blocked kernel of host_simd_kernel.hpp, whose packed weights are its
+///        workspace). Fuses every pooling; limits: the staged tile must fit team scratch
+///        (large dilated filters), 32-bit league and filter offsets.
 #pragma once
 
 #include <cstddef>
@@ -27,7 +28,7 @@ struct TiledAlgorithm {
                             const BView& bias, const YView& y, const Conv2dProblem& pb,
                             LaunchMode mode) {
     if constexpr (std::is_same_v<view_scalar_t<XView>, view_scalar_t<YView>>) {
-      conv2d_tiled(space, x, w, bias, y, pb, TiledTuning{}, mode);
+      return conv2d_tiled(space, x, w, bias, y, pb, TiledTuning{}, mode);
     } else {
       // The two-pass pooling's float output for 16-bit x (dispatch.hpp compiles that
       // branch for every descriptor): Tiled fuses every pooling, so it never gets here.

@@ -1,0 +1,426 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file impl/conv2d/tiled/host_simd_kernel.hpp
+/// \brief ConvAlgo::Tiled on CPUs for NHWC float and double tensors: a direct
+///        convolution around a register-blocked micro-kernel (TiledHostSimdKernel), the
+///        weights packed once per call into blocks of output-channel vectors
+///        (TiledHostSimdPackWeights).
+///
+/// The micro-kernel keeps NV vectors of output channels (MB = NV x lanes filters) of UR
+/// output pixels of one output row in UR x NV vector registers. Per input channel of a
+/// filter tap it broadcasts the UR pixels' input values (NHWC: one 4-byte load each,
+/// channels contiguous), loads NV weight vectors and issues UR x NV FMAs: the block of
+/// oneDNN's direct convolutions, in the layout users keep. UR = (registers - 1) /
+/// (NV + 1): every accumulator, the UR broadcasts and one weight vector live at once
+/// (AVX2: 4 x 3, 2 x 5, 1 x 7; AVX-512: 4 x 6, 2 x 10, 1 x 15 -> 14).
+///
+/// A work item is up to QT consecutive output pixels of one image (rows are joined, so
+/// that 7x7 layers fill their register blocks) for one block of MB filters. The
+/// reduction runs in blocks of CB input channels so that the block's packed weights
+/// (R x S x CB x MB values) and the input rows it reads stay in L1 while the item's
+/// pixels stream past; partial sums wait in the item's buffer (team scratch, QT x MB
+/// values), and bias and activation are applied on the way from it to y. Register blocks
+/// whose windows cross the border read a row of zeros for taps in the padding.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "../../../types.hpp"
+#include "../../arch/host_simd.hpp"
+#include "../../arch/macros.hpp"
+#include "../../common/element_traits.hpp"
+#include "../../common/problem.hpp"
+#include "../../common/tensor_access.hpp"
+#include "../../common/workspace_cache.hpp"
+#include "../../epilogue/bias_activation.hpp"
+
+namespace kcnn::Impl {
+
+/// The micro-kernel's blocking for element type T on this build's host ISA.
+template <class T>
+struct TiledHostSimdBlocking {
+  using Vector = HostVector<T>;
+  static constexpr int lanes = Vector::lanes;
+  /// Output pixels of a register block of `nv` filter vectors: every accumulator, the
+  /// pixels' broadcasts and one weight vector in registers, at most 14 pixels.
+  static constexpr int pixels(int nv) {
+    const int ur = (kHostVectorRegisters - 1) / (nv + 1);
+    return ur < 14 ? ur : 14;
+  }
+  /// Output pixels per work item, consecutive in an image (its buffer holds QT x MB
+  /// partial sums), and the bytes of packed weights one channel block may take (R x S x
+  /// CB x MB values). Chosen on a 2-core AMD EPYC (AVX2, 2026-11-26, ResNet 3x3 NHWC
+  /// layers of 64 / 128 / 256 / 512 channels at N = 8, ms, two interleaved rounds; runs
+  /// on this VM vary by +-10%):
+  ///
+  ///   weight block, QT        round 1                  round 2
+  ///   12 KB, 64           17.9 18.1 17.7 21.6     17.2 16.0 17.6 22.4
+  ///   12 KB, 128          21.3 15.7 17.8 21.5     16.9 16.0 18.0 22.6
+  ///   18 KB, 64           18.4 17.3 18.9 23.4     16.9 15.9 16.6 22.0
+  ///   18 KB, 32           19.4 16.2 16.8 27.9     16.2 15.4 15.4 20.6
+  ///   24 KB, 128          17.3 15.1 16.9 22.4     15.5 14.5 15.3 20.9
+  static constexpr int QT = 128;
+  static constexpr std::size_t weight_block_bytes = 24 * 1024;
+};
+
+/// The element types the register-blocked kernel has (16-bit tensors keep the staged
+/// kernel, which converts while staging).
+template <class T>
+inline constexpr bool tiled_host_simd_types_v =
+    std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+/// The plan of one call: register block, item and channel blocks, packed weight size.
+struct TiledHostSimdPlan {
+  int nv = 1, mb = 0;              ///< filter vectors per block, filters per block (nv x lanes)
+  int m_blocks = 0;                ///< ceil(M / mb)
+  int cb = 0, c_blocks = 0;        ///< channels per reduction block, their count
+  int tile_pixels = 0, tiles = 0;  ///< output pixels per item, items per image (P x Q)
+  std::int64_t items = 0;          ///< N x tiles x m_blocks
+  std::size_t packed_elems = 0;    ///< m_blocks x c_blocks x R x S x cb x mb
+
+  template <class T>
+  static TiledHostSimdPlan make(const Conv2dProblem& pb) {
+    using B = TiledHostSimdBlocking<T>;
+    TiledHostSimdPlan p;
+    // The widest block that M fills at least half of: 64 filters (M = 64, AVX2) take
+    // two blocks of 4 vectors, 16 take one of 2, LeNet's 4 one of 1.
+    const std::int64_t M = pb.M;
+    p.nv = M > 2 * B::lanes ? 4 : (M > B::lanes ? 2 : 1);
+    p.mb = p.nv * B::lanes;
+    p.m_blocks = static_cast<int>((M + p.mb - 1) / p.mb);
+    const std::int64_t per_channel = pb.R * pb.S * p.mb * std::int64_t(sizeof(T));
+    const std::int64_t cb_max =
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(B::weight_block_bytes) / per_channel);
+    p.c_blocks = static_cast<int>((pb.C + cb_max - 1) / cb_max);
+    p.cb = static_cast<int>((pb.C + p.c_blocks - 1) / p.c_blocks);
+    const std::int64_t PQ = pb.P * pb.Q;
+    p.tiles = static_cast<int>((PQ + B::QT - 1) / B::QT);
+    p.tile_pixels = static_cast<int>((PQ + p.tiles - 1) / p.tiles);
+    p.items = pb.N * p.tiles * p.m_blocks;
+    p.packed_elems = std::size_t(p.m_blocks) * p.c_blocks * pb.R * pb.S * p.cb * p.mb;
+    return p;
+  }
+  template <class T>
+  std::size_t workspace_bytes() const {
+    return packed_elems * sizeof(T) + HostVector<T>::alignment;
+  }
+  template <class T>
+  std::size_t row_buffer_bytes() const {
+    return std::size_t(tile_pixels) * mb * sizeof(T) + HostVector<T>::alignment;
+  }
+};
+
+/// Whether the register-blocked kernel serves `pb` with element type T: NHWC without a
+/// fused pooling, x's channels contiguous (x_channel_stride 1), extents and work items
+/// within int (the staged kernel takes the rest).
+template <class T>
+bool tiled_host_simd_applies(const Conv2dProblem& pb, std::int64_t x_channel_stride) {
+  if (pb.layout != Layout::NHWC || pb.has_pool || x_channel_stride != 1) return false;
+  constexpr std::int64_t int_max = std::numeric_limits<int>::max();
+  for (std::int64_t e : {pb.N, pb.C, pb.H, pb.W, pb.M, pb.R, pb.S, pb.P * pb.Q})
+    if (e > int_max) return false;
+  return TiledHostSimdPlan::make<T>(pb).items <= int_max;
+}
+
+/// Packs w (M, R, S, C logically) as [m block][channel block][r][s][c][m]: per channel
+/// of a tap, the block's mb filters contiguous (one aligned vector load per nv). Filters
+/// past M and channels past C are zero. One work item per (m block, channel block, r, s).
+template <class T, class W>
+struct TiledHostSimdPackWeights {
+  const W* w;
+  LogicalStrides ws;  ///< n: filter, c: channel, h: r, w: s
+  T* packed;
+  int M, C, R, S, mb, cb, c_blocks;
+
+  void operator()(std::int64_t item) const {
+    const int s = static_cast<int>(item % S);
+    const int r = static_cast<int>(item / S % R);
+    const int cblk = static_cast<int>(item / (std::int64_t(S) * R) % c_blocks);
+    const int mblk = static_cast<int>(item / (std::int64_t(S) * R * c_blocks));
+    T* const out = packed + item * std::int64_t(cb) * mb;
+    const int m0 = mblk * mb, c0 = cblk * cb;
+    // Filter-major reads (a filter's channels are contiguous in NHWC), writes within
+    // this item's cb x mb block (L1).
+    for (int mm = 0; mm < mb; ++mm) {
+      const int m = m0 + mm;
+      const W* src = w + std::int64_t(m) * ws.n + std::int64_t(r) * ws.h + std::int64_t(s) * ws.w;
+      for (int ci = 0; ci < cb; ++ci) {
+        const int c = c0 + ci;
+        out[std::int64_t(ci) * mb + mm] =
+            m < M && c < C ? static_cast<T>(to_compute(src[std::int64_t(c) * ws.c])) : T(0);
+      }
+    }
+  }
+};
+
+/// The convolution (see the file comment). NV: filter vectors per register block.
+template <class T, class Y, class Bias, int NV, class ExecSpace>
+struct TiledHostSimdKernel {
+  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using Vector = HostVector<T>;
+  using V = typename Vector::type;
+  static constexpr int lanes = Vector::lanes;
+  static constexpr int MB = NV * lanes;
+  static constexpr int UR = TiledHostSimdBlocking<T>::pixels(NV);
+  /// The channels of a border pixel's tap that lies in the padding: zeros, as long as
+  /// the longest channel block (TiledHostSimdPlan: cb <= weight_block_bytes / MB / size).
+  static constexpr int max_cb =
+      static_cast<int>(TiledHostSimdBlocking<T>::weight_block_bytes / (MB * sizeof(T)));
+
+  const T* x;
+  LogicalStrides xs;
+  const T* packed;
+  const Bias* bias;  ///< nullptr: none
+  std::int64_t bias_stride;
+  Y* y;
+  LogicalStrides ys;
+  int H, W, C, M, R, S, P, Q;
+  int stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  Activation activation;
+  TiledHostSimdPlan plan;
+  const T* zeros;  ///< max_cb zeros
+
+  void operator()(const member_type& team) const {
+    // Item order: filter blocks fastest (they share the input rows, in L2), then the
+    // image's pixel tiles, images.
+    std::int64_t item = team.league_rank();
+    const int mblk = static_cast<int>(item % plan.m_blocks);
+    item /= plan.m_blocks;
+    const int tile = static_cast<int>(item % plan.tiles);
+    const std::int64_t n = item / plan.tiles;
+    const int j0 = tile * plan.tile_pixels;
+    const int j1 = std::min(P * Q, j0 + plan.tile_pixels);
+
+    T* const rows = static_cast<T*>(team.team_scratch(0).get_shmem_aligned(
+        std::size_t(plan.tile_pixels) * MB * sizeof(T), Vector::alignment));
+    const T* const x_image = x + n * xs.n;
+    const std::int64_t block_elems = std::int64_t(R) * S * plan.cb * MB;
+    for (int cblk = 0; cblk < plan.c_blocks; ++cblk) {
+      const int c0 = cblk * plan.cb;
+      const int cc = std::min(plan.cb, C - c0);
+      const T* const w_block = packed + (std::int64_t(mblk) * plan.c_blocks + cblk) * block_elems;
+      const bool first = cblk == 0;
+      int oh = j0 / Q, ow = j0 - oh * Q;  // the chunk's first pixel
+      for (int j = j0; j < j1; j += UR) {
+        T* const out = rows + std::int64_t(j - j0) * MB;
+        switch (std::min(UR, j1 - j)) {
+#define KCNN_TILED_HOST_SIMD_CASE(U)                                                \
+  case U:                                                                           \
+    if constexpr (U <= UR) pixels<U>(x_image, oh, ow, c0, cc, w_block, out, first); \
+    break;
+          KCNN_TILED_HOST_SIMD_CASE(1)
+          KCNN_TILED_HOST_SIMD_CASE(2)
+          KCNN_TILED_HOST_SIMD_CASE(3)
+          KCNN_TILED_HOST_SIMD_CASE(4)
+          KCNN_TILED_HOST_SIMD_CASE(5)
+          KCNN_TILED_HOST_SIMD_CASE(6)
+          KCNN_TILED_HOST_SIMD_CASE(7)
+          KCNN_TILED_HOST_SIMD_CASE(8)
+          KCNN_TILED_HOST_SIMD_CASE(9)
+          KCNN_TILED_HOST_SIMD_CASE(10)
+          KCNN_TILED_HOST_SIMD_CASE(11)
+          KCNN_TILED_HOST_SIMD_CASE(12)
+          KCNN_TILED_HOST_SIMD_CASE(13)
+          KCNN_TILED_HOST_SIMD_CASE(14)
+#undef KCNN_TILED_HOST_SIMD_CASE
+          default:
+            break;
+        }
+        ow += UR;
+        while (ow >= Q)
+          ow -= Q, ++oh;
+      }
+    }
+    store(rows, n, j0, j1, mblk * MB);
+  }
+
+  /// U consecutive output pixels of the image, the first (oh, ow) (a chunk may continue
+  /// on the next rows), channels c0 .. c0 + cc - 1: sums into `out` (U x MB; added to it
+  /// unless `first`).
+  template <int U>
+  KCNN_HOST_FORCEINLINE void pixels(const T* x_image, int oh, int ow, int c0, int cc,
+                                    const T* w_block, T* out, bool first) const {
+    V acc[U][NV];
+    for (int p = 0; p < U; ++p)
+      for (int v = 0; v < NV; ++v)
+        acc[p][v] = first ? Vector::zero() : Vector::load(out + p * MB + v * lanes);
+    // The pixels' window origins; interior: every tap of every pixel inside x.
+    int ih0[U], iw0[U];
+    bool interior = true;
+    for (int p = 0, h = oh, w = ow; p < U; ++p) {
+      ih0[p] = h * stride_h - pad_h, iw0[p] = w * stride_w - pad_w;
+      interior = interior && ih0[p] >= 0 && ih0[p] + (R - 1) * dilation_h < H && iw0[p] >= 0 &&
+                 iw0[p] + (S - 1) * dilation_w < W;
+      if (++w == Q) w = 0, ++h;
+    }
+    const std::int64_t step_s = std::int64_t(dilation_w) * xs.w;
+    const std::int64_t step_r = std::int64_t(dilation_h) * xs.h - S * step_s;
+    const std::int64_t tap_elems = std::int64_t(plan.cb) * MB;
+    const T* w_tap = w_block;
+    const T* xp[U];
+    if (interior) {
+      for (int p = 0; p < U; ++p)
+        xp[p] = x_image + std::int64_t(ih0[p]) * xs.h + std::int64_t(iw0[p]) * xs.w + c0;
+      for (int r = 0; r < R; ++r) {
+        for (int s = 0; s < S; ++s, w_tap += tap_elems) {
+          multiply<U>(acc, xp, w_tap, cc);
+          for (int p = 0; p < U; ++p)
+            xp[p] += step_s;
+        }
+        for (int p = 0; p < U; ++p)
+          xp[p] += step_r;
+      }
+    } else {
+      // Border chunks: taps in the padding read zeros; filter rows outside for every
+      // pixel are skipped.
+      for (int r = 0; r < R; ++r, w_tap += S * tap_elems) {
+        bool any_row = false;
+        const T* x_rows[U];
+        for (int p = 0; p < U; ++p) {
+          const int ih = ih0[p] + r * dilation_h;
+          const bool inside = ih >= 0 && ih < H;
+          any_row = any_row || inside;
+          x_rows[p] = inside ? x_image + std::int64_t(ih) * xs.h + c0 : nullptr;
+        }
+        if (!any_row) continue;
+        const T* w_s = w_tap;
+        for (int s = 0; s < S; ++s, w_s += tap_elems) {
+          for (int p = 0; p < U; ++p) {
+            const int iw = iw0[p] + s * dilation_w;
+            xp[p] = x_rows[p] && iw >= 0 && iw < W ? x_rows[p] + std::int64_t(iw) * xs.w : zeros;
+          }
+          multiply<U>(acc, xp, w_s, cc);
+        }
+      }
+    }
+    for (int p = 0; p < U; ++p)
+      for (int v = 0; v < NV; ++v)
+        Vector::store(out + p * MB + v * lanes, acc[p][v]);
+  }
+
+  /// The register block's FMAs over cc channels of one tap: per channel, U broadcasts,
+  /// then per filter vector one load and U FMAs.
+  template <int U>
+  static KCNN_HOST_FORCEINLINE void multiply(V (&acc)[U][NV], const T* const (&xp)[U],
+                                             const T* w_tap, int cc) {
+    for (int c = 0; c < cc; ++c, w_tap += MB) {
+      V in[U];
+      for (int p = 0; p < U; ++p)
+        in[p] = Vector::broadcast(xp[p] + c);
+      for (int v = 0; v < NV; ++v) {
+        V wv = Vector::load(w_tap + v * lanes);
+        Vector::keep_in_register(wv);
+        for (int p = 0; p < U; ++p)
+          acc[p][v] = Vector::fma(in[p], wv, acc[p][v]);
+      }
+    }
+  }
+
+  /// Bias, activation and one rounding from the item's buffer to y's pixels j0 .. j1 - 1
+  /// of image n, filters m0 .. min(m0 + MB, M) - 1.
+  void store(const T* rows, std::int64_t n, int j0, int j1, int m0) const {
+    const int count = std::min(MB, M - m0);
+    T bias_block[MB];
+    for (int mm = 0; mm < MB; ++mm)
+      bias_block[mm] =
+          bias && mm < count ? static_cast<T>(to_compute(bias[(m0 + mm) * bias_stride])) : T(0);
+    with_activation(activation, [&](auto act) {
+      int oh = j0 / Q, ow = j0 - oh * Q;
+      for (int j = j0; j < j1; ++j) {
+        const T* const src = rows + std::int64_t(j - j0) * MB;
+        Y* const dst = y + n * ys.n + std::int64_t(oh) * ys.h + std::int64_t(ow) * ys.w +
+                       std::int64_t(m0) * ys.c;
+        if (ys.c == 1) {
+          KCNN_HOST_SIMD
+          for (int mm = 0; mm < count; ++mm)
+            dst[mm] =
+                from_compute<Y>(apply_activation(decltype(act)::value, src[mm] + bias_block[mm]));
+        } else {
+          for (int mm = 0; mm < count; ++mm)
+            dst[mm * ys.c] =
+                from_compute<Y>(apply_activation(decltype(act)::value, src[mm] + bias_block[mm]));
+        }
+        if (++ow == Q) ow = 0, ++oh;
+      }
+    });
+  }
+};
+
+/// Runs (or in LaunchMode::Check only plans) ConvAlgo::Tiled's register-blocked host
+/// kernel; returns its workspace bytes (the packed weights).
+template <class ExecSpace, class XView, class WView, class BView, class YView>
+std::size_t conv2d_tiled_host_simd(const ExecSpace& space, const XView& x, const WView& w,
+                                   const BView& bias, const YView& y, const Conv2dProblem& pb,
+                                   LaunchMode mode) {
+  using T = view_scalar_t<XView>;
+  using Y = view_scalar_t<YView>;
+  using Bias = view_scalar_t<BView>;
+  const TiledHostSimdPlan plan = TiledHostSimdPlan::make<T>(pb);
+  const std::size_t workspace = plan.workspace_bytes<T>();
+  if (mode == LaunchMode::Check || pb.empty()) return workspace;
+
+  auto lease = WorkspaceCache<ExecSpace>::acquire(space, workspace);
+  const std::size_t align = HostVector<T>::alignment;
+  T* const packed = reinterpret_cast<T*>(
+      (reinterpret_cast<std::uintptr_t>(lease.data()) + align - 1) / align * align);
+  const std::int64_t pack_items = std::int64_t(plan.m_blocks) * plan.c_blocks * pb.R * pb.S;
+  Kokkos::parallel_for(
+      "kcnn::conv2d::tiled::pack_weights",
+      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, pack_items),
+      TiledHostSimdPackWeights<T, view_scalar_t<WView>>{
+          w.data(), logical_strides<Layout::NHWC>(w), packed, static_cast<int>(pb.M),
+          static_cast<int>(pb.C), static_cast<int>(pb.R), static_cast<int>(pb.S), plan.mb, plan.cb,
+          plan.c_blocks});
+
+  auto run = [&](auto nv_tag) {
+    constexpr int NV = decltype(nv_tag)::value;
+    using Kernel = TiledHostSimdKernel<T, Y, Bias, NV, ExecSpace>;
+    alignas(64) static const T zeros[Kernel::max_cb] = {};
+    Kernel k{x.data(),
+             logical_strides<Layout::NHWC>(x),
+             packed,
+             pb.has_bias ? bias.data() : nullptr,
+             pb.has_bias ? static_cast<std::int64_t>(bias.stride(0)) : 0,
+             y.data(),
+             logical_strides<Layout::NHWC>(y),
+             static_cast<int>(pb.H),
+             static_cast<int>(pb.W),
+             static_cast<int>(pb.C),
+             static_cast<int>(pb.M),
+             static_cast<int>(pb.R),
+             static_cast<int>(pb.S),
+             static_cast<int>(pb.P),
+             static_cast<int>(pb.Q),
+             pb.stride_h,
+             pb.stride_w,
+             pb.pad_h,
+             pb.pad_w,
+             pb.dilation_h,
+             pb.dilation_w,
+             pb.activation,
+             plan,
+             zeros};
+    Kokkos::TeamPolicy<ExecSpace> policy(space, plan.items, 1);
+    policy.set_scratch_size(0, Kokkos::PerTeam(plan.row_buffer_bytes<T>()));
+    Kokkos::parallel_for("kcnn::conv2d::tiled::host_simd", policy, k);
+  };
+  switch (plan.nv) {
+    case 1:
+      run(std::integral_constant<int, 1>{});
+      break;
+    case 2:
+      run(std::integral_constant<int, 2>{});
+      break;
+    default:
+      run(std::integral_constant<int, 4>{});
+      break;
+  }
+  return workspace;
+}
+
+}  // namespace kcnn::Impl
