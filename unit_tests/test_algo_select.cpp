@@ -451,7 +451,7 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
   };
   expect_rules(host_double, Target::Host);
   // ResNet's NCHW 3x3 layer on a CPU: the BLAS on AVX-512 + AMX builds (Intel Xeon),
-  // ImplicitGemm on the others (AMD Zen 4's AVX-512, AVX2).
+  // ImplicitGemm on AMD Zen 4's AVX-512.
   const auto resnet = problem(8, 64, 56, 56, 64, 3, 3, 1, 1);
   EXPECT_EQ(select_for(resnet, Target::Host, kEverything, HostIsa::Avx512Amx).algo,
             ConvAlgo::Im2colGemm);
@@ -459,8 +459,36 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
             "host_amx_nchw_long_reduction");
   EXPECT_EQ(select_for(resnet, Target::Host, kEverything, HostIsa::Avx512).algo,
             ConvAlgo::ImplicitGemm);
+  // AVX2 (AMD EPYC, session 23): the BLAS in NCHW; Tiled's register-blocked kernel in
+  // NHWC float up to 128 channels, the BLAS from 256.
   EXPECT_EQ(select_for(resnet, Target::Host, kEverything, HostIsa::Avx2).algo,
-            ConvAlgo::ImplicitGemm);
+            ConvAlgo::Im2colGemm);
+  EXPECT_EQ(std::string(select_for(resnet, Target::Host, kEverything, HostIsa::Avx2).reason),
+            "host_avx2_nchw_gemm");
+  const auto lenet_c3_s2 = problem(1000, 4, 40, 40, 16, 7, 7, 2);
+  EXPECT_EQ(select_for(lenet_c3_s2, Target::Host, kEverything, HostIsa::Avx2).algo,
+            ConvAlgo::Im2colGemm);
+  const struct {
+    kcnn::Impl::Conv2dProblem pb;
+    ConvAlgo algo;
+    const char* rule;
+  } avx2_nhwc[] = {
+      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled,
+       "host_avx2_nhwc_direct"},
+      {problem(8, 128, 28, 28, 128, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled,
+       "host_avx2_nhwc_direct"},
+      {problem(1000, 4, 40, 40, 16, 7, 7, 2, 0, Layout::NHWC), ConvAlgo::Tiled,
+       "host_avx2_nhwc_direct"},
+      {problem(8, 256, 14, 14, 256, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Im2colGemm,
+       "host_long_reduction"},
+      {problem(8, 512, 7, 7, 512, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Im2colGemm,
+       "host_long_reduction"},
+  };
+  for (const auto& e : avx2_nhwc) {
+    const auto choice = select_for(e.pb, Target::Host, kEverything, HostIsa::Avx2);
+    EXPECT_EQ(choice.algo, e.algo) << "rule " << choice.reason << ", expected " << e.rule;
+    EXPECT_EQ(std::string(choice.reason), e.rule);
+  }
   // Every rule names its target, and each target ends with a rule that always applies.
   for (Target t : {Target::Host, Target::Device})
     for (const auto& pb : heuristic_problems())

@@ -172,6 +172,9 @@ inline constexpr std::int64_t kWideGemmFiltersDoubleDevice = 64;
 inline constexpr std::int64_t kPointwiseNhwcGemmFiltersDevice = 64;
 /// Host, unit stride: up to this reduction length Tiled's direct kernel leads.
 inline constexpr std::int64_t kShortReductionHost = 256;
+/// Host, AVX2, NHWC float: up to this many input channels Tiled's register-blocked
+/// kernel leads (the BLAS from 256: TUNING.md, session 23).
+inline constexpr std::int64_t kDirectNhwcChannelsHostAvx2 = 128;
 /// Host, AVX-512 + AMX (Intel Xeon), NCHW at unit stride: from this reduction length
 /// the BLAS leads.
 inline constexpr std::int64_t kLongReductionHostAmx = 512;
@@ -423,11 +426,28 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
                 unit_stride_and_dilation(pb) && reduction_length(pb) >= kLongReductionHostAmx;
        },
        {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
+      // AVX2 builds, NHWC float with up to 128 channels: Tiled's register-blocked kernel
+      // (ResNet 3x3 64 / 128 channels 1.35x / 1.23x the BLAS, AlexNet conv1 1.4x, the
+      // strided and dilated odd layers 1.9-2.2x, LeNet C3 at stride 2 3.4x).
+      {"host_avx2_nhwc_direct",
+       H,
+       [](P pb, C c) {
+         return c.host_isa == HostIsa::Avx2 && c.element == ElementKind::Float32 &&
+                pb.layout == Layout::NHWC && pb.C <= kDirectNhwcChannelsHostAvx2;
+       },
+       {A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
       // 16-bit tensors, the other NCHW layers: the BLAS sgemm on the unrolled matrix's float
       // copy (ImplicitGemm converts each element in its inner loop: 1.5-1.6x slower here).
       {"host_16bit_nchw_gemm",
        H,
        [](P pb, C c) { return is_16bit(c.element) && pb.layout == Layout::NCHW; },
+       {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
+      // AVX2 builds (AMD EPYC, session 23), NCHW: the BLAS sgemm on the unrolled matrix
+      // leads ImplicitGemm on every layer measured (its 8 x 32 register block needs 32
+      // vector registers; AVX2 has 16): ResNet 3x3 1.6-1.9x, LeNet strided 1.3x.
+      {"host_avx2_nchw_gemm",
+       H,
+       [](P pb, C c) { return c.host_isa == HostIsa::Avx2 && pb.layout == Layout::NCHW; },
        {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
       // The other NCHW layers on a CPU: ImplicitGemm's per-team panel stays in L2.
       {"host_nchw_gemm",
