@@ -81,6 +81,25 @@ kcnn::Impl::AlgoChoice select_for(
   return kcnn::Impl::select_conv2d_algo(pb, ctx, available);
 }
 
+/// A problem, the algorithm the heuristic must pick for it and the rule that picks it.
+struct RuleExpectation {
+  Conv2dProblem pb;
+  ConvAlgo algo;
+  std::string rule;
+};
+
+/// Each problem's pick and the rule that made it, on `target` for a build for `isa` and
+/// tensors of `element`.
+template <std::size_t N>
+void expect_rules(const RuleExpectation (&table)[N], Target target, kcnn::Impl::HostIsa isa,
+                  kcnn::Impl::ElementKind element) {
+  for (const RuleExpectation& e : table) {
+    const auto choice = select_for(e.pb, target, kEverything, isa, element);
+    EXPECT_EQ(choice.algo, e.algo) << "rule " << choice.reason << ", expected " << e.rule;
+    EXPECT_EQ(std::string(choice.reason), e.rule);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // The list of implemented algorithms
 // ---------------------------------------------------------------------------
@@ -375,19 +394,7 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
   using kcnn::Impl::ElementKind;
   using kcnn::Impl::HostIsa;
   const auto f64 = ElementKind::Float64;
-  struct Expect {
-    Conv2dProblem pb;
-    ConvAlgo algo;
-    std::string rule;
-  };
-  // Each problem's pick and the rule that made it, for double on `target`.
-  auto expect_rules = [&](const auto& table, Target target) {
-    for (const Expect& e : table) {
-      const auto choice = select_for(e.pb, target, kEverything, HostIsa::Generic, f64);
-      EXPECT_EQ(choice.algo, e.algo) << "rule " << choice.reason << ", expected " << e.rule;
-      EXPECT_EQ(std::string(choice.reason), e.rule);
-    }
-  };
+  using Expect = RuleExpectation;
   const Expect device_double[] = {
       {problem(10000, 1, 86, 86, 4, 7, 7), ConvAlgo::Tiled, "device_double_few_filters"},
       {problem(10000, 4, 40, 40, 16, 7, 7, 2), ConvAlgo::Tiled, "device_double_few_filters"},
@@ -425,7 +432,7 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
        "device_double_tensor_cores"},
       {problem(61, 17, 61, 59, 31, 3, 3, 2, 1), ConvAlgo::ImplicitGemm, "device_double_default"},
   };
-  expect_rules(device_double, Target::Device);
+  expect_rules(device_double, Target::Device, HostIsa::Generic, f64);
   // double on CPUs.
   const Expect host_double[] = {
       {problem(1000, 1, 86, 86, 4, 7, 7), ConvAlgo::Tiled, "host_double_tiny_reduction"},
@@ -449,7 +456,7 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
       {problem(8, 64, 56, 56, 64, 3, 3, 1, 1), ConvAlgo::ImplicitGemm, "host_double_default"},
       {problem(8, 256, 56, 56, 64, 1, 1), ConvAlgo::Im2colGemm, "host_pointwise"},
   };
-  expect_rules(host_double, Target::Host);
+  expect_rules(host_double, Target::Host, HostIsa::Generic, f64);
   // ResNet's NCHW 3x3 layer on a CPU: the BLAS on AVX-512 + AMX builds (Intel Xeon),
   // ImplicitGemm on AMD Zen 4's AVX-512.
   const auto resnet = problem(8, 64, 56, 56, 64, 3, 3, 1, 1);
@@ -468,11 +475,7 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
   const auto lenet_c3_s2 = problem(1000, 4, 40, 40, 16, 7, 7, 2);
   EXPECT_EQ(select_for(lenet_c3_s2, Target::Host, kEverything, HostIsa::Avx2).algo,
             ConvAlgo::Im2colGemm);
-  const struct {
-    kcnn::Impl::Conv2dProblem pb;
-    ConvAlgo algo;
-    const char* rule;
-  } avx2_nhwc[] = {
+  const RuleExpectation avx2_nhwc[] = {
       {problem(8, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled,
        "host_avx2_nhwc_direct"},
       {problem(8, 128, 28, 28, 128, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled,
@@ -484,11 +487,7 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
       {problem(8, 512, 7, 7, 512, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Im2colGemm,
        "host_long_reduction"},
   };
-  for (const auto& e : avx2_nhwc) {
-    const auto choice = select_for(e.pb, Target::Host, kEverything, HostIsa::Avx2);
-    EXPECT_EQ(choice.algo, e.algo) << "rule " << choice.reason << ", expected " << e.rule;
-    EXPECT_EQ(std::string(choice.reason), e.rule);
-  }
+  expect_rules(avx2_nhwc, Target::Host, HostIsa::Avx2, ElementKind::Float32);
   // Every rule names its target, and each target ends with a rule that always applies.
   for (Target t : {Target::Host, Target::Device})
     for (const auto& pb : heuristic_problems())
