@@ -55,8 +55,10 @@ struct TiledHostSimdBlocking {
   /// Output pixels per work item, consecutive in an image (its buffer holds QT x MB
   /// partial sums), and the bytes of packed weights one channel block may take (R x S x
   /// CB x MB values). Chosen on a 2-core AMD EPYC (AVX2, 2026-11-26, ResNet 3x3 NHWC
-  /// layers of 64 / 128 / 256 / 512 channels at N = 8, ms, two interleaved rounds; runs
-  /// on this VM vary by +-10%):
+  /// layers of 64 / 128 / 256 / 512 channels at N = 8, ms, two interleaved rounds of
+  /// `kcnn_perf --benchmark_filter='conv2d/resnet3x3/.*/NHWC/Tiled/'` with both constants
+  /// read from temporary environment overrides, since removed; runs on this VM vary by
+  /// +-10%):
   ///
   ///   weight block, QT        round 1                  round 2
   ///   12 KB, 64           17.9 18.1 17.7 21.6     17.2 16.0 17.6 22.4
@@ -208,35 +210,25 @@ struct TiledHostSimdKernel {
       int oh = j0 / Q, ow = j0 - oh * Q;  // the chunk's first pixel
       for (int j = j0; j < j1; j += UR) {
         T* const out = rows + std::int64_t(j - j0) * MB;
-        switch (std::min(UR, j1 - j)) {
-#define KCNN_TILED_HOST_SIMD_CASE(U)                                                \
-  case U:                                                                           \
-    if constexpr (U <= UR) pixels<U>(x_image, oh, ow, c0, cc, w_block, out, first); \
-    break;
-          KCNN_TILED_HOST_SIMD_CASE(1)
-          KCNN_TILED_HOST_SIMD_CASE(2)
-          KCNN_TILED_HOST_SIMD_CASE(3)
-          KCNN_TILED_HOST_SIMD_CASE(4)
-          KCNN_TILED_HOST_SIMD_CASE(5)
-          KCNN_TILED_HOST_SIMD_CASE(6)
-          KCNN_TILED_HOST_SIMD_CASE(7)
-          KCNN_TILED_HOST_SIMD_CASE(8)
-          KCNN_TILED_HOST_SIMD_CASE(9)
-          KCNN_TILED_HOST_SIMD_CASE(10)
-          KCNN_TILED_HOST_SIMD_CASE(11)
-          KCNN_TILED_HOST_SIMD_CASE(12)
-          KCNN_TILED_HOST_SIMD_CASE(13)
-          KCNN_TILED_HOST_SIMD_CASE(14)
-#undef KCNN_TILED_HOST_SIMD_CASE
-          default:
-            break;
-        }
+        pixels_of_count<UR>(std::min(UR, j1 - j), x_image, oh, ow, c0, cc, w_block, out, first);
         ow += UR;
         while (ow >= Q)
           ow -= Q, ++oh;
       }
     }
     store(rows, n, j0, j1, mblk * MB);
+  }
+
+  /// pixels<count>(...) for the chunk's `count` pixels, 1 <= count <= U: full chunks take
+  /// pixels<UR>, a tile's last one its own block size.
+  template <int U>
+  KCNN_HOST_FORCEINLINE void pixels_of_count(int count, const T* x_image, int oh, int ow, int c0,
+                                             int cc, const T* w_block, T* out, bool first) const {
+    if constexpr (U > 1) {
+      if (count < U)
+        return pixels_of_count<U - 1>(count, x_image, oh, ow, c0, cc, w_block, out, first);
+    }
+    pixels<U>(x_image, oh, ow, c0, cc, w_block, out, first);
   }
 
   /// U consecutive output pixels of the image, the first (oh, ow) (a chunk may continue
