@@ -148,6 +148,65 @@ TEST(ExtremeInputs, HugeStridesPaddingAndDilationsComputeOrRefuse) {
   }
 }
 
+/// Runs `c` with every algorithm on each backend, T elements, y poisoned first: each
+/// computes it like the double reference or refuses it with kcnn::Error and y untouched;
+/// Reference and Auto must compute it, and so must Tiled on host backends, whose NHWC
+/// float and double calls take the register-blocked kernel (no tile to outgrow).
+template <class T>
+void expect_computed_or_refused(const ConvCase& c) {
+  const RandomConvInputs<T, Space> in(c);
+  const auto want = host_conv2d(c, in.xv, in.wv, in.bv);
+  const auto ye = c.y_extents();
+  Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+  constexpr bool host = std::is_same_v<Space::memory_space, Kokkos::HostSpace>;
+  for (ConvAlgo algo : conv2d_test_algorithms()) {
+    SCOPED_TRACE(kcnn::to_string(algo));
+    poison(y);
+    auto params = c.params();
+    params.algo = algo;
+    try {
+      if (c.bias) {
+        kcnn::conv2d_forward(Space(), in.x, in.w, in.bias, y, params);
+      } else {
+        kcnn::conv2d_forward(Space(), in.x, in.w, y, params);
+      }
+    } catch (const kcnn::Error& e) {
+      EXPECT_NE(algo, ConvAlgo::Reference) << e.what();
+      EXPECT_NE(algo, ConvAlgo::Auto) << e.what();
+      EXPECT_FALSE(host && algo == ConvAlgo::Tiled && c.nhwc()) << e.what();
+      Space().fence();
+      EXPECT_TRUE(all_nan(to_host(y))) << "a refused call wrote y";
+      continue;
+    }
+    Space().fence();
+    EXPECT_LE(relative_error(to_host(y), want), tolerance<T>());
+  }
+}
+
+/// The fuzzer's find in Tiled's register-blocked host kernel (NHWC, double, Auto picking
+/// Tiled): stride 2^29 with padding 2^31 - 1 and 8 output columns, whose window origins
+/// w * stride_w - pad_w fit int but whose products w * stride_w (w >= 4) did not; the
+/// same in the rows, and a dilation of 2^31 - 1 whose third tap r * dilation_h
+/// overflowed. The overflow itself shows under UBSan (the asan and fuzz presets); every
+/// build checks the results.
+TEST(ExtremeInputs, TiledHostKernelWindowOriginsPastInt) {
+  const std::vector<ConvCase> cases = {
+      // name, N, C, H, W, M, R, S, stride h/w, pad h/w, dilation h/w
+      {"fuzz_stride_w_2to29_pad_w_int_max", 3, 2, 4, 4, 1, 2, 2, 1, 1 << 29, 3, INT_MAX, 1, 3},
+      {"stride_h_2to29_pad_h_int_max", 2, 3, 4, 5, 9, 2, 2, 1 << 29, 1, INT_MAX, 1, 3, 1},
+      {"dilation_h_int_max_three_taps", 2, 3, 1, 6, 20, 3, 2, 1, 1, INT_MAX, 1, INT_MAX, 1},
+  };
+  for (ConvCase c : cases) {
+    c.layout = Layout::NHWC, c.activation = kcnn::Activation::Tanh;
+    for (bool bias : {false, true}) {
+      c.bias = bias;
+      SCOPED_TRACE(c.name + (bias ? " bias" : ""));
+      expect_computed_or_refused<float>(c);
+      expect_computed_or_refused<double>(c);
+    }
+  }
+}
+
 // Pooling with padding and stride near INT_MAX: the host kernel's first inner column
 // (pad + stride - 1) overflowed int.
 TEST(ExtremeInputs, PoolingWithHugePaddingAndStrides) {

@@ -118,7 +118,8 @@ struct TiledHostSimdPlan {
 };
 
 /// Whether the register-blocked kernel serves `pb` with element type T: NHWC without a
-/// fused pooling, x's channels contiguous (x_channel_stride 1), extents and work items
+/// fused pooling, x's channels contiguous (x_channel_stride 1), extents, work items and
+/// the channel and filter counts rounded up to whole blocks (the packing's indices)
 /// within int (the staged kernel takes the rest).
 template <class T>
 bool tiled_host_simd_applies(const Conv2dProblem& pb, std::int64_t x_channel_stride) {
@@ -126,7 +127,9 @@ bool tiled_host_simd_applies(const Conv2dProblem& pb, std::int64_t x_channel_str
   constexpr std::int64_t int_max = std::numeric_limits<int>::max();
   for (std::int64_t e : {pb.N, pb.C, pb.H, pb.W, pb.M, pb.R, pb.S, pb.P * pb.Q})
     if (e > int_max) return false;
-  return TiledHostSimdPlan::make<T>(pb).items <= int_max;
+  const TiledHostSimdPlan plan = TiledHostSimdPlan::make<T>(pb);
+  return plan.items <= int_max && std::int64_t(plan.c_blocks) * plan.cb <= int_max &&
+         std::int64_t(plan.m_blocks) * plan.mb <= int_max;
 }
 
 /// Packs w (M, R, S, C logically) as [m block][channel block][r][s][c][m]: per channel
@@ -195,8 +198,10 @@ struct TiledHostSimdKernel {
     item /= plan.m_blocks;
     const int tile = static_cast<int>(item % plan.tiles);
     const std::int64_t n = item / plan.tiles;
-    const int j0 = tile * plan.tile_pixels;
-    const int j1 = std::min(P * Q, j0 + plan.tile_pixels);
+    // Pixel indices in 64 bits: P x Q may come within a tile of 2^31 - 1, past which
+    // j0 + tile_pixels and j + UR would overflow.
+    const std::int64_t j0 = std::int64_t(tile) * plan.tile_pixels;
+    const std::int64_t j1 = std::min(std::int64_t(P) * Q, j0 + plan.tile_pixels);
 
     T* const rows = static_cast<T*>(team.team_scratch(0).get_shmem_aligned(
         std::size_t(plan.tile_pixels) * MB * sizeof(T), Vector::alignment));
@@ -207,10 +212,11 @@ struct TiledHostSimdKernel {
       const int cc = std::min(plan.cb, C - c0);
       const T* const w_block = packed + (std::int64_t(mblk) * plan.c_blocks + cblk) * block_elems;
       const bool first = cblk == 0;
-      int oh = j0 / Q, ow = j0 - oh * Q;  // the chunk's first pixel
-      for (int j = j0; j < j1; j += UR) {
-        T* const out = rows + std::int64_t(j - j0) * MB;
-        pixels_of_count<UR>(std::min(UR, j1 - j), x_image, oh, ow, c0, cc, w_block, out, first);
+      int oh = static_cast<int>(j0 / Q), ow = static_cast<int>(j0 % Q);  // the chunk's first pixel
+      for (std::int64_t j = j0; j < j1; j += UR) {
+        T* const out = rows + (j - j0) * MB;
+        pixels_of_count<UR>(static_cast<int>(std::min<std::int64_t>(UR, j1 - j)), x_image, oh, ow,
+                            c0, cc, w_block, out, first);
         ow += UR;
         while (ow >= Q)
           ow -= Q, ++oh;
@@ -241,13 +247,18 @@ struct TiledHostSimdKernel {
     for (int p = 0; p < U; ++p)
       for (int v = 0; v < NV; ++v)
         acc[p][v] = first ? Vector::zero() : Vector::load(out + p * MB + v * lanes);
-    // The pixels' window origins; interior: every tap of every pixel inside x.
-    int ih0[U], iw0[U];
+    // The pixels' window origins; interior: every tap of every pixel inside x. In 64
+    // bits: a valid problem's oh * stride_h, (R - 1) * dilation_h and pad_h may each
+    // pass 2^31 - 1 (stride 2^29 with padding 2^31 - 1: the fuzzer's find) though the
+    // coordinates of the taps that read x fit int.
+    std::int64_t ih0[U], iw0[U];
     bool interior = true;
+    const std::int64_t reach_h = std::int64_t(R - 1) * dilation_h;
+    const std::int64_t reach_w = std::int64_t(S - 1) * dilation_w;
     for (int p = 0, h = oh, w = ow; p < U; ++p) {
-      ih0[p] = h * stride_h - pad_h, iw0[p] = w * stride_w - pad_w;
-      interior = interior && ih0[p] >= 0 && ih0[p] + (R - 1) * dilation_h < H && iw0[p] >= 0 &&
-                 iw0[p] + (S - 1) * dilation_w < W;
+      ih0[p] = std::int64_t(h) * stride_h - pad_h, iw0[p] = std::int64_t(w) * stride_w - pad_w;
+      interior =
+          interior && ih0[p] >= 0 && ih0[p] + reach_h < H && iw0[p] >= 0 && iw0[p] + reach_w < W;
       if (++w == Q) w = 0, ++h;
     }
     const std::int64_t step_s = std::int64_t(dilation_w) * xs.w;
@@ -257,7 +268,7 @@ struct TiledHostSimdKernel {
     const T* xp[U];
     if (interior) {
       for (int p = 0; p < U; ++p)
-        xp[p] = x_image + std::int64_t(ih0[p]) * xs.h + std::int64_t(iw0[p]) * xs.w + c0;
+        xp[p] = x_image + ih0[p] * xs.h + iw0[p] * xs.w + c0;
       for (int r = 0; r < R; ++r) {
         for (int s = 0; s < S; ++s, w_tap += tap_elems) {
           multiply<U>(acc, xp, w_tap, cc);
@@ -274,17 +285,17 @@ struct TiledHostSimdKernel {
         bool any_row = false;
         const T* x_rows[U];
         for (int p = 0; p < U; ++p) {
-          const int ih = ih0[p] + r * dilation_h;
+          const std::int64_t ih = ih0[p] + std::int64_t(r) * dilation_h;
           const bool inside = ih >= 0 && ih < H;
           any_row = any_row || inside;
-          x_rows[p] = inside ? x_image + std::int64_t(ih) * xs.h + c0 : nullptr;
+          x_rows[p] = inside ? x_image + ih * xs.h + c0 : nullptr;
         }
         if (!any_row) continue;
         const T* w_s = w_tap;
         for (int s = 0; s < S; ++s, w_s += tap_elems) {
           for (int p = 0; p < U; ++p) {
-            const int iw = iw0[p] + s * dilation_w;
-            xp[p] = x_rows[p] && iw >= 0 && iw < W ? x_rows[p] + std::int64_t(iw) * xs.w : zeros;
+            const std::int64_t iw = iw0[p] + std::int64_t(s) * dilation_w;
+            xp[p] = x_rows[p] && iw >= 0 && iw < W ? x_rows[p] + iw * xs.w : zeros;
           }
           multiply<U>(acc, xp, w_s, cc);
         }
@@ -315,16 +326,16 @@ struct TiledHostSimdKernel {
 
   /// Bias, activation and one rounding from the item's buffer to y's pixels j0 .. j1 - 1
   /// of image n, filters m0 .. min(m0 + MB, M) - 1.
-  void store(const T* rows, std::int64_t n, int j0, int j1, int m0) const {
+  void store(const T* rows, std::int64_t n, std::int64_t j0, std::int64_t j1, int m0) const {
     const int count = std::min(MB, M - m0);
     T bias_block[MB];
     for (int mm = 0; mm < MB; ++mm)
       bias_block[mm] =
           bias && mm < count ? static_cast<T>(to_compute(bias[(m0 + mm) * bias_stride])) : T(0);
     with_activation(activation, [&](auto act) {
-      int oh = j0 / Q, ow = j0 - oh * Q;
-      for (int j = j0; j < j1; ++j) {
-        const T* const src = rows + std::int64_t(j - j0) * MB;
+      int oh = static_cast<int>(j0 / Q), ow = static_cast<int>(j0 % Q);
+      for (std::int64_t j = j0; j < j1; ++j) {
+        const T* const src = rows + (j - j0) * MB;
         Y* const dst = y + n * ys.n + std::int64_t(oh) * ys.h + std::int64_t(ow) * ys.w +
                        std::int64_t(m0) * ys.c;
         if (ys.c == 1) {
