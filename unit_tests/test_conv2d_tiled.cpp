@@ -3,7 +3,8 @@
 // kernels with several row tiles per team forced (row groups), unfused and with the
 // fused 2x2 pooling, against the double host convolution (and pooling) (host builds
 // skip them: their Tiled kernels have no row groups); its host register-blocked NHWC
-// kernel (tiled/host_simd_kernel.hpp) on the edges of its blocks.
+// kernel (tiled/host_simd_kernel.hpp) on the edges of its blocks and within the workspace
+// limit.
 #include "test_support.hpp"
 
 namespace kcnn_test {
@@ -101,6 +102,78 @@ TEST(Conv2dTiledHostSimd, MatchesDoubleReference) {
         check_forward_with<double>(space, c, ConvAlgo::Tiled, run);
       });
   }
+}
+
+/// Runs check_tiled_workspace_limit's calls: `algo` with workspace budget `limit` (0: the
+/// default), y poisoned first; true when the register-blocked host kernel ran.
+template <class T, class Space>
+bool run_with_limit(const Space& space, const RandomConvInputs<T, Space>& in,
+                    const Tensor4<T, Space>& y, kcnn::Conv2dParams params, ConvAlgo algo,
+                    std::size_t limit) {
+  poison(y);
+  params.algo = algo;
+  params.workspace_limit_bytes = limit;
+  const LaunchedKernels launched;
+  kcnn::conv2d_forward(space, in.x, in.w, in.bias, y, params);
+  space.fence();
+  return launched.saw("kcnn::conv2d::tiled::host_simd");
+}
+
+template <class T, class Space>
+void check_tiled_workspace_limit(const Space& space) {
+  SCOPED_TRACE((std::is_same_v<T, float> ? "float" : "double"));
+  // 50 taps at unit stride: Auto picks Tiled (host_short_reduction for float,
+  // host_double_tiny_reduction for double).
+  ConvCase c{"c2_5x5_m16", 2, 2, 12, 11, 16, 5, 5, 1, 1, 1, 1};
+  c.layout = Layout::NHWC, c.activation = Activation::ReLU, c.bias = true;
+  const RandomConvInputs<T, Space> in(c);
+  const auto want = host_conv2d(c, in.xv, in.wv, in.bv);
+  const auto ye = c.y_extents();
+  const Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+  const kcnn::Conv2dParams params = c.params();
+  const auto pb = kcnn::Impl::make_conv2d_problem("test", in.x, in.w, in.bias, y, params);
+  const std::size_t need = kcnn::Impl::TiledHostSimdPlan::make<T>(pb).template workspace_bytes<T>();
+
+  // One byte short: refused before anything is written, the message naming the limit.
+  try {
+    run_with_limit(space, in, y, params, ConvAlgo::Tiled, need - 1);
+    ADD_FAILURE() << "no kcnn::Error for a workspace limit of " << need - 1 << " bytes";
+  } catch (const kcnn::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("more than the limit of " + std::to_string(need - 1)), std::string::npos)
+        << what;
+  }
+  space.fence();
+  EXPECT_TRUE(all_nan(to_host(y))) << "a refused call wrote y";
+
+  // Exactly enough: the register-blocked kernel computes it.
+  EXPECT_TRUE(run_with_limit(space, in, y, params, ConvAlgo::Tiled, need));
+  EXPECT_LE(relative_error(to_host(y), want), tolerance<T>());
+
+  // Auto: the register-blocked kernel within the default budget; within the small one
+  // another algorithm, never a refusal.
+  EXPECT_TRUE(run_with_limit(space, in, y, params, ConvAlgo::Auto, 0));
+  EXPECT_LE(relative_error(to_host(y), want), tolerance<T>());
+  EXPECT_FALSE(run_with_limit(space, in, y, params, ConvAlgo::Auto, need - 1));
+  EXPECT_LE(relative_error(to_host(y), want), tolerance<T>());
+}
+
+/// The register-blocked host kernel's packed weights are workspace, bound by
+/// Conv2dParams::workspace_limit_bytes like TensorCoreGemm's packed weights: it used to
+/// take them whatever the budget. Tiled refuses a budget one byte short of them with
+/// kcnn::Error and y untouched, computes with exactly them, and Auto, which picks Tiled
+/// for this layer, passes it over for the small budget and still computes the call.
+/// Float and double, both host backends. Host builds only.
+TEST(Conv2dTiledHostSimd, PackedWeightsStayWithinTheWorkspaceLimit) {
+  if constexpr (!std::is_same_v<Kokkos::DefaultExecutionSpace::memory_space, Kokkos::HostSpace>) {
+    GTEST_SKIP() << "the register-blocked kernel runs on host backends";
+  }
+  for (Backend b : backends())
+    with_backend(b, [&](auto space) {
+      SCOPED_TRACE(backend_name(b));
+      check_tiled_workspace_limit<float>(space);
+      check_tiled_workspace_limit<double>(space);
+    });
 }
 
 }  // namespace

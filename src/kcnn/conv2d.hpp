@@ -69,6 +69,12 @@ constexpr void static_check_conv2d_views() {
 /// space's memory (kept for the next call; kcnn::release_workspaces() frees it) and
 /// pool it into y.
 ///
+/// ConvAlgo::Tiled on host backends runs unpooled NHWC float and double calls (x's
+/// channels contiguous) on a register-blocked direct kernel whose weights it first packs
+/// in blocks of output channels into the cached workspace, within the budget
+/// (Conv2dParams::workspace_limit_bytes, else kcnn::workspace_limit()); a budget below
+/// the packed weights throws kcnn::Error (ConvAlgo::Auto then picks another algorithm).
+///
 /// ConvAlgo::Im2colGemm unrolls the input chunk by chunk into cached scratch memory
 /// within a budget (Conv2dParams::workspace_limit_bytes, else kcnn::workspace_limit();
 /// see kcnn/workspace.hpp) and multiplies with KokkosBlas::gemm (cuBLAS on CUDA, on

@@ -74,7 +74,8 @@ struct Conv2dParams {
   /// pool's own activation: y has the pooled extents. pool->layout must equal layout.
   std::optional<Pool2dParams> pool;
   /// Scratch budget in bytes of algorithms that need scratch (Im2colGemm processes the
-  /// batch in chunks that fit it); 0: the process-wide kcnn::workspace_limit().
+  /// batch in chunks that fit it; TensorCoreGemm's and, on host backends, Tiled's packed
+  /// weights must fit it, see workspace.hpp); 0: the process-wide kcnn::workspace_limit().
   std::size_t workspace_limit_bytes = 0;
 };
 

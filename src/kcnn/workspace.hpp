@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /// \file workspace.hpp
 /// \brief The scratch-memory budget of algorithms that need scratch (Im2colGemm,
-///        TensorCoreGemm on float tensors), and how to give the cached scratch back.
+///        TensorCoreGemm on float tensors, Tiled on host backends), and how to give the
+///        cached scratch back.
 ///
 /// Im2colGemm unrolls the input into a scratch matrix. It processes the batch in chunks
 /// whose scratch stays within a budget: Conv2dParams::workspace_limit_bytes for one call,
@@ -11,6 +12,11 @@
 /// for 512 3x3 filters of 512 channels) and refuses a budget below that; on layers too
 /// small to fill the GPU it splits the reduction into slices whose partial sums (slices x
 /// the output's elements) it keeps there too, where the budget leaves room for them.
+/// Tiled on host backends packs the weights of unpooled NHWC float and double calls in
+/// blocks of output channels for its register-blocked kernel (M rounded up to whole
+/// blocks of up to 64 filters, C to whole channel blocks: a little more than the weights,
+/// about 9.6 MB for 512 3x3 filters of 512 float channels) and refuses a budget below
+/// that too; Auto then picks an algorithm that fits.
 ///
 /// The scratch is cached and reused across calls instead of being allocated per call:
 /// one buffer per execution-space instance (per CUDA stream; one for a host backend),

@@ -86,7 +86,8 @@ struct Conv2dProblem {
   Pool2dParams pool;                        ///< validated; pool.layout == layout
   std::int64_t P_pooled = 0, Q_pooled = 0;  ///< y's height, width when has_pool
   /// Scratch budget of algorithms that need scratch (Im2colGemm's unrolled matrix,
-  /// TensorCoreGemm's packed float weights): the call's
+  /// TensorCoreGemm's packed float weights, the packed weights of Tiled's register-blocked
+  /// host kernel): the call's
   /// Conv2dParams::workspace_limit_bytes, or the process-wide kcnn::workspace_limit().
   std::size_t workspace_limit_bytes = kDefaultWorkspaceLimit;
 

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <type_traits>
 
@@ -36,6 +37,7 @@
 #include "../../common/element_traits.hpp"
 #include "../../common/problem.hpp"
 #include "../../common/tensor_access.hpp"
+#include "../../common/view_checks.hpp"
 #include "../../common/workspace_cache.hpp"
 #include "../../epilogue/bias_activation.hpp"
 
@@ -76,6 +78,19 @@ template <class T>
 inline constexpr bool tiled_host_simd_types_v =
     std::is_same_v<T, float> || std::is_same_v<T, double>;
 
+/// The product of `factors`, saturated at the largest std::size_t instead of wrapping:
+/// valid problems may have filters of 2^31 - 1 taps (with padding of 2^31 - 1), whose
+/// packed size must compare as too large with the workspace limit, not as a small one.
+inline std::size_t tiled_host_simd_saturating_product(std::initializer_list<std::size_t> factors) {
+  constexpr std::size_t max = std::numeric_limits<std::size_t>::max();
+  std::size_t product = 1;
+  for (std::size_t f : factors)
+    if (f == 0) return 0;
+  for (std::size_t f : factors)
+    product = product > max / f ? max : product * f;
+  return product;
+}
+
 /// The plan of one call: register block, item and channel blocks, packed weight size.
 struct TiledHostSimdPlan {
   int nv = 1, mb = 0;              ///< filter vectors per block, filters per block (nv x lanes)
@@ -83,7 +98,8 @@ struct TiledHostSimdPlan {
   int cb = 0, c_blocks = 0;        ///< channels per reduction block, their count
   int tile_pixels = 0, tiles = 0;  ///< output pixels per item, items per image (P x Q)
   std::int64_t items = 0;          ///< N x tiles x m_blocks
-  std::size_t packed_elems = 0;    ///< m_blocks x c_blocks x R x S x cb x mb
+  /// m_blocks x c_blocks x R x S x cb x mb x sizeof(T) (saturated)
+  std::size_t packed_bytes = 0;
 
   template <class T>
   static TiledHostSimdPlan make(const Conv2dProblem& pb) {
@@ -95,21 +111,28 @@ struct TiledHostSimdPlan {
     p.nv = M > 2 * B::lanes ? 4 : (M > B::lanes ? 2 : 1);
     p.mb = p.nv * B::lanes;
     p.m_blocks = static_cast<int>((M + p.mb - 1) / p.mb);
-    const std::int64_t per_channel = pb.R * pb.S * p.mb * std::int64_t(sizeof(T));
-    const std::int64_t cb_max =
-        std::max<std::int64_t>(1, static_cast<std::int64_t>(B::weight_block_bytes) / per_channel);
+    const auto size = [](std::int64_t e) { return static_cast<std::size_t>(e); };
+    const std::size_t per_channel =
+        tiled_host_simd_saturating_product({size(pb.R), size(pb.S), size(p.mb), sizeof(T)});
+    const auto cb_max = static_cast<std::int64_t>(
+        std::max<std::size_t>(1, B::weight_block_bytes / std::max<std::size_t>(1, per_channel)));
     p.c_blocks = static_cast<int>((pb.C + cb_max - 1) / cb_max);
     p.cb = static_cast<int>((pb.C + p.c_blocks - 1) / p.c_blocks);
     const std::int64_t PQ = pb.P * pb.Q;
     p.tiles = static_cast<int>((PQ + B::QT - 1) / B::QT);
     p.tile_pixels = static_cast<int>((PQ + p.tiles - 1) / p.tiles);
     p.items = pb.N * p.tiles * p.m_blocks;
-    p.packed_elems = std::size_t(p.m_blocks) * p.c_blocks * pb.R * pb.S * p.cb * p.mb;
+    p.packed_bytes =
+        tiled_host_simd_saturating_product({size(p.m_blocks), size(p.c_blocks), size(pb.R),
+                                            size(pb.S), size(p.cb), size(p.mb), sizeof(T)});
     return p;
   }
+  /// The packed weights and the slack that aligns them (saturated).
   template <class T>
   std::size_t workspace_bytes() const {
-    return packed_elems * sizeof(T) + HostVector<T>::alignment;
+    constexpr std::size_t align = HostVector<T>::alignment;
+    return packed_bytes > std::numeric_limits<std::size_t>::max() - align ? packed_bytes
+                                                                          : packed_bytes + align;
   }
   template <class T>
   std::size_t row_buffer_bytes() const {
@@ -355,7 +378,10 @@ struct TiledHostSimdKernel {
 };
 
 /// Runs (or in LaunchMode::Check only plans) ConvAlgo::Tiled's register-blocked host
-/// kernel; returns its workspace bytes (the packed weights).
+/// kernel; returns its workspace bytes (the packed weights), which must fit
+/// pb.workspace_limit_bytes: a smaller budget throws kcnn::Error, in Check mode too, so
+/// that Auto passes over Tiled for a call it cannot serve (as over TensorCoreGemm's
+/// packed weights) instead of exceeding the budget the caller set.
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 std::size_t conv2d_tiled_host_simd(const ExecSpace& space, const XView& x, const WView& w,
                                    const BView& bias, const YView& y, const Conv2dProblem& pb,
@@ -365,6 +391,10 @@ std::size_t conv2d_tiled_host_simd(const ExecSpace& space, const XView& x, const
   using Bias = view_scalar_t<BView>;
   const TiledHostSimdPlan plan = TiledHostSimdPlan::make<T>(pb);
   const std::size_t workspace = plan.workspace_bytes<T>();
+  throw_if(workspace > pb.workspace_limit_bytes, "kcnn::conv2d_forward",
+           "ConvAlgo::Tiled: the weights packed for its register-blocked host kernel take ",
+           workspace, " bytes of workspace, more than the limit of ", pb.workspace_limit_bytes,
+           " (Conv2dParams::workspace_limit_bytes, kcnn::set_workspace_limit)");
   if (mode == LaunchMode::Check || pb.empty()) return workspace;
 
   auto lease = WorkspaceCache<ExecSpace>::acquire(space, workspace);

@@ -4,7 +4,8 @@
 ///        team scratch, register-blocked (on hosts, unpooled NHWC float and double: the
 ///        register-blocked kernel of host_simd_kernel.hpp, whose packed weights are its
 ///        workspace). Fuses every pooling; limits: the staged tile must fit team scratch
-///        (large dilated filters), 32-bit league and filter offsets.
+///        (large dilated filters), 32-bit league and filter offsets, the host kernel's
+///        packed weights the workspace limit.
 #pragma once
 
 #include <cstddef>
