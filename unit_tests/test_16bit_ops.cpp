@@ -270,6 +270,69 @@ TEST(Conv2d16Bit, HalfTensorCoreGemmOnTheTileEdges) {
   run_tensor_core_cases<Kokkos::Experimental::half_t>();
 }
 
+/// The channel-run kernel on tile `Tile`, launched directly, on NHWC case c (C a multiple
+/// of 32): within the bound of check_conv.
+template <class T, class Tile>
+void check_channel_run_tile(const ConvCase& c) {
+  namespace I = kcnn::Impl;
+  using Space = Kokkos::DefaultExecutionSpace;
+  SCOPED_TRACE(type_name<T>() + " " + c.name);
+  const Space space;
+  const RandomConvInputs<T, Space> in(c);
+  const auto xv = to_host(in.x), wv = to_host(in.w), bv = to_host(in.bias);
+  const auto ye = c.y_extents();
+  Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+  poison(y);
+  const auto pb = I::make_conv2d_problem("test", in.x, in.w, in.bias, y, c.params());
+  const auto o = I::implicit_gemm_operands<kcnn::Layout::NHWC>(
+      I::as_kernel_view<Space, false>(in.x), I::as_kernel_view<Space, false>(in.w),
+      I::as_kernel_view<Space, false>(in.bias), I::as_kernel_view<Space, true>(y), pb);
+  I::tensor_core_launch_channel_runs_tile<Tile, I::tensor_core_16bit_math_v<T>>(
+      space, o, pb.workspace_limit_bytes, I::LaunchMode::Run,
+      static_cast<const I::ChannelsLastStaging<T>*>(nullptr));
+  space.fence();
+  expect_within_16bit_bound<T>(to_host(y), host_conv2d(c, xv, wv, bv), conv_scale(c, xv, wv, bv),
+                               double(c.C) * c.R * c.S);
+}
+
+/// The channel-run kernel's tiles that conv2d_forward does not reach in this build: the
+/// 2 x 2 warp tiles of mma.sync (Hopper builds take the warpgroup tile), and the warpgroup
+/// tile multiplying with mma.sync, which a Hopper GPU runs where the driver loads a pass
+/// compiled without sm_90a. (The warpgroup tile with wgmma runs through conv2d_forward in
+/// the tile-edge tests above, where the build has an sm_90a pass.) Partial pixel and
+/// filter tiles, strides, dilation, 1x1, 5x5, K split into slices.
+template <class T>
+void run_channel_run_tiles() {
+  namespace I = kcnn::Impl;
+  if constexpr (!I::has_tensor_cores_v<Kokkos::DefaultExecutionSpace> || sizeof(T) != 2) {
+    GTEST_SKIP() << "no tensor cores or no 16-bit type in this build";
+  } else {
+    std::vector<ConvCase> cases = {
+        {"runs_c32_m40_j507", 3, 32, 13, 13, 40, 3, 3, 1, 1, 1, 1},
+        {"runs_c64_m70_strided_dilated", 2, 64, 17, 11, 70, 3, 3, 2, 3, 2, 2, 2, 2},
+        {"runs_1x1_m130", 3, 64, 7, 5, 130, 1, 1},
+        {"runs_5x5_c160_m66", 1, 160, 6, 7, 66, 5, 5, 1, 1, 2, 2},
+        {"runs_c96_m8_j1", 1, 96, 3, 3, 8, 3, 3},
+    };
+    int i = 0;
+    for (ConvCase c : cases) {
+      c.layout = kcnn::Layout::NHWC;
+      c.bias = true;
+      c.activation = i++ % 2 == 0 ? kcnn::Activation::ReLU : kcnn::Activation::Identity;
+      check_channel_run_tile<T, I::TensorCoreTiles::RunsMmaSync<T>>(c);
+      check_channel_run_tile<T, I::TensorCoreRunTile<T, 128, 64, 4, 1, 3, 4, true, false>>(c);
+    }
+  }
+}
+
+TEST(Conv2d16Bit, BfloatChannelRunTilesMatchTheReference) {
+  run_channel_run_tiles<kcnn::bfloat16>();
+}
+
+TEST(Conv2d16Bit, HalfChannelRunTilesMatchTheReference) {
+  run_channel_run_tiles<Kokkos::Experimental::half_t>();
+}
+
 /// conv2d_forward of case c fused with pooling pc (pool_of) by each of `algos` on T
 /// Views: conv -> pool in float, rounded once, within the bound (S of a pooled output:
 /// the largest S of its window; an average is no larger).

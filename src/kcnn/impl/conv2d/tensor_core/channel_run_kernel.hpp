@@ -26,6 +26,15 @@
 /// only, 0.1025 / 0.0854 through L1; 256 / 512: even / 5% slower). The epilogue stages the
 /// sums in scratch (store_staged).
 ///
+/// Warpgroup tiles (TensorCoreRunTile::warpgroup, Hopper builds): the team's four warps
+/// are one warpgroup, warp w owning rows 16w..16w+15 of each 64-pixel slab and all 64
+/// filters. Compiled for sm_90a, a stage is four wgmma m64n64k16 (two slabs x two k-steps)
+/// that the tensor cores read straight from the swizzled tiles (arch/wgmma.hpp): no
+/// ldmatrix, no per-MMA issue (measurements: tile_shapes.hpp). Compiled for anything else
+/// (a plain sm_90 pass, which the driver may load instead), the same warps issue mma.sync
+/// m16n8k16 on the same fragments: wgmma's accumulator layout is, warp by warp, that of
+/// N / 8 m16n8 MMAs, so the epilogue is shared and either pass computes the same sums.
+///
 /// Split K as in TensorCoreDeviceKernel: k_slices copies of the tile grid, raw sums to
 /// `partial` (j-major: y's order), SplitKReduce adds them.
 #pragma once
@@ -38,6 +47,7 @@
 #include "../../arch/async_copy.hpp"
 #include "../../arch/macros.hpp"
 #include "../../arch/mma.hpp"
+#include "../../arch/wgmma.hpp"
 #include "../../common/unroll_map.hpp"
 #include "../../epilogue/bias_activation.hpp"
 #include "../implicit_gemm/operands.hpp"
@@ -107,6 +117,16 @@ struct TensorCoreChannelRunKernel {
   static constexpr int BK = Rows::BK, chunk = Rows::chunk, threads = Tile::threads;
   static constexpr int WP = BP / Tile::WarpsP, WF = BF / Tile::WarpsF;
   static constexpr int MI = WP / 16, NI = WF / 8;  ///< m16n8k16 MMAs per warp tile
+  /// One warpgroup (see the file comment): acc[mi] is the warp's part of 64-pixel slab mi,
+  /// whose m16 strips lie `slab_rows` rows apart (16 for warp tiles of consecutive rows).
+  static constexpr bool warpgroup = Tile::warpgroup;
+  static constexpr bool use_wgmma = Tile::wgmma;  ///< in the sm_90a pass
+  static constexpr int slab_rows = warpgroup ? 64 : 16;
+  static_assert(!warpgroup || (MI == BP / 64 && NI * 8 == 64),
+                "a warpgroup's warp holds one m16 strip of each 64-pixel slab, 64 filters");
+  /// Team scratch alignment: wgmma's 64-byte swizzle repeats every 512 bytes, and every
+  /// tile must start on a repeat.
+  static constexpr std::size_t tile_alignment = warpgroup ? 512 : 16;
   /// Copies: thread t takes chunk t % 4 of rows t / 4 + i * rows_step.
   static constexpr int rows_step = threads / 4;
   static constexpr int x_copies = BP / rows_step;
@@ -158,8 +178,9 @@ struct TensorCoreChannelRunKernel {
   static_assert(MI % passes == 0 && pass_bytes(passes) <= tile_bytes,
                 "a pass's staged accumulators and row offsets fit the operand tiles' scratch");
   static_assert(BF % 8 == 0, "the epilogue stores runs of 8 filters");
+  static_assert(!warpgroup || passes == 1, "warpgroup tiles stage their sums in one pass");
   KOKKOS_INLINE_FUNCTION static constexpr std::size_t scratch_bytes() {
-    return tile_bytes + 16;  // + get_shmem_aligned's slack
+    return tile_bytes + tile_alignment;  // + get_shmem_aligned's slack
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
@@ -172,8 +193,8 @@ struct TensorCoreChannelRunKernel {
     const int f0 = fb * BF;
     const std::int64_t j0 = block * BP;
 
-    T* const x_tiles =
-        static_cast<T*>(team.team_scratch(0).get_shmem_aligned(std::size_t(tile_bytes), 16));
+    T* const x_tiles = static_cast<T*>(
+        team.team_scratch(0).get_shmem_aligned(std::size_t(tile_bytes), tile_alignment));
     T* const w_tiles = x_tiles + S * BP * BK;
     const std::uint32_t x_tiles_at = scratch_address(x_tiles);
     const std::uint32_t w_tiles_at = scratch_address(w_tiles);
@@ -249,7 +270,8 @@ struct TensorCoreChannelRunKernel {
       acc[mi][ni][r] = Acc(0);
 
     const int warp = t / 32, lane = t % 32;
-    const int wp0 = (warp / Tile::WarpsF) * WP, wf0 = (warp % Tile::WarpsF) * WF;
+    const int wp0 = warpgroup ? 16 * warp : (warp / Tile::WarpsF) * WP;
+    const int wf0 = (warp % Tile::WarpsF) * WF;
     // ldmatrix rows of this lane. A (x4 = the m16 x k16 fragment of one k-step): matrix
     // lane / 8 is rows 0-7 / 8-15 (bit 0) of k 0-7 / 8-15 (bit 1). B (x4 = both k-steps
     // of an n8 tile): matrix lane / 8 is chunk lane / 8 of rows 0-7. Rows 8 apart share
@@ -268,11 +290,19 @@ struct TensorCoreChannelRunKernel {
     int read_buffer = 0;
     for (int step = 0; step < steps; ++step) {
       scratch_copies_wait_groups<S - 2>();  // this thread's copies of `step` have landed
+      if constexpr (use_wgmma) fence_scratch_for_tensor_cores();  // wgmma reads them next
       team.team_barrier();  // everyone's have; everyone is done with step - 1's buffer
       issue(step + S - 1);  // into step - 1's buffer
-      mma_stage(acc, x_tiles_at + read_buffer * (BP * row_bytes) + a_lane[0],
-                x_tiles_at + read_buffer * (BP * row_bytes) + a_lane[1],
-                w_tiles_at + read_buffer * (BF * row_bytes) + b_lane);
+      const std::uint32_t x_stage = x_tiles_at + read_buffer * (BP * row_bytes);
+      const std::uint32_t w_stage = w_tiles_at + read_buffer * (BF * row_bytes);
+#if defined(KCNN_ARCH_WGMMA)
+      if constexpr (use_wgmma) {
+        wgmma_stage(acc, x_stage, w_stage);
+      } else
+#endif
+      {
+        mma_stage(acc, x_stage + a_lane[0], x_stage + a_lane[1], w_stage + b_lane);
+      }
       read_buffer = read_buffer + 1 == S ? 0 : read_buffer + 1;
     }
     // The epilogue: the accumulators through scratch, so that each thread then finishes
@@ -292,7 +322,8 @@ struct TensorCoreChannelRunKernel {
         KCNN_DEVICE_UNROLL
       for (int ni = 0; ni < NI; ++ni) {
         const int mi = pass * (MI / passes) + mp;
-        const int row = warp_row * pass_rows_per_warp + 16 * mp + 8 * h + g;
+        const int row = warpgroup ? 64 * mi + 16 * warp + 8 * h + g
+                                  : warp_row * pass_rows_per_warp + 16 * mp + 8 * h + g;
         *reinterpret_cast<FloatPair*>(staged + row * pitch + wf0 + 8 * ni + 2 * tig) =
             FloatPair{acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]};
       }
@@ -308,8 +339,27 @@ struct TensorCoreChannelRunKernel {
     }
   }
 
+  /// The warpgroup's wgmma over one stage (sm_90a): for each k-step, each 64-pixel slab of
+  /// the x tile at x_stage times the w tile at w_stage; waits for them, so that the next
+  /// barrier frees this stage's buffer.
+  KOKKOS_FORCEINLINE_FUNCTION static void wgmma_stage(Acc (&acc)[MI][NI][4], std::uint32_t x_stage,
+                                                      std::uint32_t w_stage) {
+    wgmma_fence();
+    KCNN_DEVICE_UNROLL
+    for (int ks = 0; ks < 2; ++ks)
+      KCNN_DEVICE_UNROLL
+    for (int mi = 0; mi < MI; ++mi)
+      wgmma_m64n64k16<TensorCoreOp<Math>::format>(
+          reinterpret_cast<float(&)[4 * NI]>(acc[mi]),
+          wgmma_descriptor_sw64(x_stage + mi * 64 * row_bytes + ks * 32),
+          wgmma_descriptor_sw64(w_stage + ks * 32));
+    wgmma_commit();
+    wgmma_wait<0>();
+  }
+
   /// The warp tile's MMAs over one stage: a0 / a1 are this lane's ldmatrix rows of the
-  /// first m16 tile for k-steps 0 / 1, b its row of the first n8 tile.
+  /// first m16 tile for k-steps 0 / 1, b its row of the first n8 tile; the other m16 tiles
+  /// lie slab_rows rows on.
   KOKKOS_FORCEINLINE_FUNCTION static void mma_stage(Acc (&acc)[MI][NI][4], std::uint32_t a0,
                                                     std::uint32_t a1, std::uint32_t b) {
     std::uint32_t bq[NI][4];
@@ -321,7 +371,7 @@ struct TensorCoreChannelRunKernel {
       std::uint32_t aq[MI][4];
       KCNN_DEVICE_UNROLL
       for (int mi = 0; mi < MI; ++mi)
-        ldmatrix_x4_at(aq[mi], (ks == 0 ? a0 : a1) + mi * 16 * row_bytes);
+        ldmatrix_x4_at(aq[mi], (ks == 0 ? a0 : a1) + mi * slab_rows * row_bytes);
       KCNN_DEVICE_UNROLL
       for (int mi = 0; mi < MI; ++mi)
         KCNN_DEVICE_UNROLL
@@ -334,6 +384,7 @@ struct TensorCoreChannelRunKernel {
   /// The tile pixel (0 <= p < BP) of staged row i of pass `pass`: warp row i / rows
   /// per warp, its m16 tiles pass * MI / passes on.
   KOKKOS_FORCEINLINE_FUNCTION static int staged_pixel(int i, int pass) {
+    if constexpr (warpgroup) return i;  // one pass, rows in tile order
     const int warp_row = i / pass_rows_per_warp;
     return warp_row * WP + pass * pass_rows_per_warp + (i - warp_row * pass_rows_per_warp);
   }

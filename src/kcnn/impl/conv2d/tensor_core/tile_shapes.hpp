@@ -4,7 +4,10 @@
 ///        (TensorCoreMath) and the block tiles (TensorCoreTile).
 #pragma once
 
+#include <type_traits>
+
 #include "../../arch/mma.hpp"
+#include "../../arch/wgmma.hpp"
 #include "../../common/element_traits.hpp"
 
 namespace kcnn::Impl {
@@ -89,13 +92,24 @@ struct TensorCoreTile : TensorCoreScratchRows<T> {
 /// (BP / WarpsP) x (BF / WarpsF), Stages scratch buffers of 64-byte rows
 /// (TensorCoreScratchRows). GemmView: the same tile in the filter-major
 /// terms of the split-K rule (implicit_gemm_k_slices: BM filters, BN pixels).
-template <class T, int BP_, int BF_, int WarpsP_, int WarpsF_, int Stages_, int MinTeams_>
+/// Warpgroup: the team is one warpgroup (4 warps x 1) whose warp w owns rows 16w..16w+15
+/// of each 64-row slab and all BF filters (arch/wgmma.hpp's accumulator layout): wgmma
+/// m64nBFk16 where the code is compiled for sm_90a, mma.sync on the same fragments
+/// elsewhere. Wgmma = false keeps mma.sync in the sm_90a pass too (the tests check that
+/// path, which the driver may load where a build has no sm_90a pass, through it).
+template <class T, int BP_, int BF_, int WarpsP_, int WarpsF_, int Stages_, int MinTeams_,
+          bool Warpgroup_ = false, bool Wgmma_ = Warpgroup_>
 struct TensorCoreRunTile {
   static constexpr int BP = BP_, BF = BF_, WarpsP = WarpsP_, WarpsF = WarpsF_;
   static constexpr int Stages = Stages_;
   static constexpr int threads = 32 * WarpsP * WarpsF;
   static constexpr int min_teams_per_sm = MinTeams_;
+  static constexpr bool warpgroup = Warpgroup_;
+  static constexpr bool wgmma = Wgmma_;
   static_assert(Stages >= 2, "a pipeline of at least two stages");
+  static_assert(!warpgroup || (WarpsP == 4 && WarpsF == 1 && BP % 64 == 0 && BF == 64),
+                "a warpgroup tile: 4 warps over 64-row slabs, m64n64k16");
+  static_assert(!wgmma || warpgroup, "wgmma needs a warpgroup tile");
   struct GemmView {
     static constexpr int BM = BF_, BN = BP_, BK = TensorCoreScratchRows<T>::BK;
     static constexpr int min_teams_per_sm = MinTeams_;
@@ -184,7 +198,29 @@ struct TensorCoreTiles {
   /// tensor pipe is 26% busy, L2 49%; the warps wait on fixed-latency dependencies and
   /// shared-memory results with 4 warps per scheduler (40 KB of team scratch a team).
   template <class T>
-  using Runs = TensorCoreRunTile<T, 128, 64, 2, 2, 3, 4>;
+  using RunsMmaSync = TensorCoreRunTile<T, 128, 64, 2, 2, 3, 4>;
+  /// Hopper builds: the same 128 x 64 tile as one warpgroup (wgmma m64n64k16 in the
+  /// sm_90a pass, arch/wgmma.hpp). Chosen on an H200 (session 24, a stand-alone harness of
+  /// the same gathers and pipeline, bfloat16 NHWC ResNet 3x3 layers of 64 / 128 / 256 /
+  /// 512 channels, median of 50, ms; cuDNN 9.19 through PyTorch in the same call 0.0577 /
+  /// 0.0434 / 0.0446 / 0.0393):
+  ///
+  ///   tile (warpgroups), stages, m, epilogue         64      128     256     512
+  ///   128 x 64 (1), 3, m 1, fragment stores       0.0709  0.0684  0.0582  0.0512
+  ///   128 x 64 (1), 3, m 4, staged 16-byte stores 0.0641  0.0635  0.0553  0.0518
+  ///   128 x 64 (2 of 64 x 64), 3, m 3, staged     0.0718  0.0635  0.0613  0.0581
+  ///   64 x 64 (1), 4 stages, m 1, fragment stores 0.0831  0.0741  0.0686  0.0559
+  ///   128 x 128 (1), 2 stages, m 2, staged          -     0.0538  0.0493  0.0639
+  ///
+  /// (m 5 caps the registers at 102: spills, 2x slower.) Waiting for each stage's wgmma
+  /// before the next barrier beat keeping one in flight (which leaves one stage less of
+  /// copies ahead in three buffers: 0.0659 / 0.0660 / 0.0593 / 0.0570). The 128 x 128 tile
+  /// is faster on the 128- and 256-channel layers but its float staging does not fit the
+  /// scratch; the 512-channel layer's 104 teams want split K (the launch's rule).
+  template <class T>
+  using RunsWarpgroup = TensorCoreRunTile<T, 128, 64, 4, 1, 3, 4, true>;
+  template <class T>
+  using Runs = std::conditional_t<kBuildTargetsHopper, RunsWarpgroup<T>, RunsMmaSync<T>>;
 };
 
 }  // namespace kcnn::Impl
