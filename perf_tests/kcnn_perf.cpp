@@ -6,7 +6,7 @@
 //             [--reps N] [--target-seconds T] [--max-seconds T]
 //             [--algo-cache FILE] [--tune] [--save-algo-cache FILE]
 //             [--workspace-mib MiB] [--scalar float|double|half|bfloat16]
-//             [--math Strict|TF32|TF32x3]
+//             [--math Strict|TF32|TF32x3] [--timing host|device]
 //             [Google Benchmark flags, e.g. --benchmark_filter=lenet
 //              --benchmark_out=f.json --benchmark_out_format=json]
 //
@@ -18,11 +18,14 @@
 //
 // Timing: one untimed warm-up run, then --reps runs (default: as many as fit in
 // --target-seconds, 3 to 100), each ending in a fence; the benchmark's time is their
-// median. Inputs are random in [-1, 1]. Counters: GFLOP/s, GB/s (x, w, bias and y each
-// moved once), frac_peak_flops and frac_peak_bw (of the ceilings measured at start-up:
-// KokkosBlas::gemm sgemm and a device-to-device deep_copy), vs_baseline (the baseline's
-// median time on the same shape in this run / this time: > 1 means faster than the
-// baseline), reps, spread ((max - min) / median).
+// median. --timing host (default): each run's host wall time, launch to fence returned;
+// --timing device (CUDA builds): the time between CUDA events recorded on Kokkos' stream
+// before and after the run's launches, as PyTorch's anchors time (the device's time, no
+// fence round trip; the host's launch work counts only where the device waits for it). Inputs are
+// random in [-1, 1]. Counters: GFLOP/s, GB/s (x, w, bias and y each moved once), frac_peak_flops
+// and frac_peak_bw (of the ceilings measured at start-up: KokkosBlas::gemm sgemm and a
+// device-to-device deep_copy), vs_baseline (the baseline's median time on the same shape in this
+// run / this time: > 1 means faster than the baseline), reps, spread ((max - min) / median).
 //
 // Auto is the heuristic alone unless: --algo-cache FILE loads a kcnn::save_algo_cache
 // file first, or --tune makes each Auto benchmark call kcnn::find_best_algo on its
@@ -97,6 +100,7 @@ struct Options {
   std::string save_algo_cache;  ///< kcnn::save_algo_cache(this) at the end
   ScalarKind scalar = ScalarKind::Float;         ///< --scalar: the convolutions' element type
   kcnn::MathMode math = kcnn::MathMode::Strict;  ///< --math: Conv2dParams::math of kcnn's rows
+  bool device_timing = false;                    ///< --timing device (CUDA builds)
 };
 
 /// What the benchmarks share: options, ceilings, calibrated rates and baseline times.
@@ -107,6 +111,50 @@ struct Run {
   std::map<std::string, double> baseline_seconds;  ///< by Shape::key()
 };
 Run* g_run = nullptr;
+
+/// The median time of `launch` (which enqueues its work on Space()) by this run's rule
+/// (--timing): host wall time to a returned fence, or the time between CUDA events
+/// recorded on Kokkos' stream around the launches.
+template <class F>
+Timing time_runs(F&& launch) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if constexpr (std::is_same_v<Space, Kokkos::Cuda>) {
+    if (g_run->opt.device_timing) {
+      struct Events {
+        cudaEvent_t start = nullptr, stop = nullptr;
+        Events() {
+          if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess)
+            throw std::runtime_error("cudaEventCreate failed");
+        }
+        ~Events() {
+          cudaEventDestroy(start);
+          cudaEventDestroy(stop);
+        }
+      } events;
+      const cudaStream_t stream = Space().cuda_stream();
+      return time_median_measured(
+          [&] {
+            float ms = 0;
+            if (cudaEventRecord(events.start, stream) != cudaSuccess)
+              throw std::runtime_error("cudaEventRecord failed");
+            launch();
+            if (cudaEventRecord(events.stop, stream) != cudaSuccess ||
+                cudaEventSynchronize(events.stop) != cudaSuccess ||
+                cudaEventElapsedTime(&ms, events.start, events.stop) != cudaSuccess)
+              throw std::runtime_error("timing with CUDA events failed");
+            return 1e-3 * ms;
+          },
+          g_run->opt.reps, g_run->opt.target_seconds);
+    }
+  }
+#endif
+  return time_median(
+      [&] {
+        launch();
+        Space().fence();
+      },
+      g_run->opt.reps, g_run->opt.target_seconds);
+}
 
 /// A shape's data on the default execution space, and kcnn's convolution of it.
 template <class Scalar>
@@ -196,12 +244,7 @@ void bench_kcnn(benchmark::State& state, const Shape& sh, kcnn::ConvAlgo algo) {
   }
   Timing t;
   try {
-    t = time_median(
-        [&] {
-          p.forward(algo, sh);
-          Space().fence();
-        },
-        g_run->opt.reps, g_run->opt.target_seconds);
+    t = time_runs([&] { p.forward(algo, sh); });
   } catch (const kcnn::Error& e) {
     return skip(state, e.what());
   }
@@ -216,12 +259,7 @@ void bench_baseline(benchmark::State& state, const Shape& sh, const Baseline& ba
   Timing t;
   try {
     const std::unique_ptr<BaselineRun> run = baseline.prepare(sh);
-    t = time_median(
-        [&] {
-          run->run();
-          Space().fence();
-        },
-        g_run->opt.reps, g_run->opt.target_seconds);
+    t = time_runs([&] { run->run(); });
     label = run->describe();
   } catch (const std::exception& e) {
     return skip(state, baseline.name + ": " + e.what());
@@ -231,16 +269,11 @@ void bench_baseline(benchmark::State& state, const Shape& sh, const Baseline& ba
   state.SetLabel(sh.key() + " " + label);
 }
 
-/// Median time of `once` (launch + fence) with this run's repetition rule, or a skip.
+/// Median time of `once` (its launches) by this run's rule (time_runs), or a skip.
 template <class F>
 bool time_or_skip(benchmark::State& state, F&& once, Timing& t) {
   try {
-    t = time_median(
-        [&] {
-          once();
-          Space().fence();
-        },
-        g_run->opt.reps, g_run->opt.target_seconds);
+    t = time_runs(once);
   } catch (const kcnn::Error& e) {
     skip(state, e.what());
     return false;
@@ -528,6 +561,13 @@ std::vector<char*> parse_args(int argc, char** argv, Options& opt) {
       opt.reps = static_cast<int>(number(1));
     } else if (is("--target-seconds")) {
       opt.target_seconds = number(0);
+    } else if (is("--timing")) {
+      const std::string v = value();
+      if (v != "host" && v != "device")
+        throw std::invalid_argument("--timing takes host or device");
+      if (v == "device" && !kDeviceBuild)
+        throw std::invalid_argument("--timing device needs a CUDA build");
+      opt.device_timing = v == "device";
     } else if (is("--max-seconds")) {
       opt.max_seconds = number(0);
     } else if (is("--algo-cache")) {
@@ -651,7 +691,9 @@ int run_all(int argc, char** argv) {
       (run.opt.reps > 0 ? std::to_string(run.opt.reps)
                         : "as many runs as fit in --target-seconds=" +
                               fixed(run.opt.target_seconds, 2) + " s (3 to 100)") +
-      " after one warm-up run, each fenced";
+      " after one warm-up run, each " +
+      (run.opt.device_timing ? "between CUDA events on Kokkos' stream around its launches"
+                             : "fenced, host wall time");
   const Peaks& pk = run.peaks;
   benchmark::AddCustomContext("kokkos_execution_space", Space::name());
   benchmark::AddCustomContext("math_mode", kcnn::to_string(run.opt.math));

@@ -22,13 +22,12 @@ struct Timing {
 /// counted. `reps` > 0 fixes the number of timed runs; otherwise as many as fit in
 /// `target_seconds` judging by the warm-up, at least 3 and at most 100.
 template <class F>
-Timing time_median(F&& once, int reps, double target_seconds) {
-  using clock = std::chrono::steady_clock;
-  auto timed = [&] {
-    const auto t0 = clock::now();
-    once();
-    return std::chrono::duration<double>(clock::now() - t0).count();
-  };
+Timing time_median(F&& once, int reps, double target_seconds);
+
+/// time_median with a `timed` that runs once and returns the seconds it measured itself
+/// (e.g. between device events).
+template <class F>
+Timing time_median_measured(F&& timed, int reps, double target_seconds) {
   const double warm = timed();
   if (reps <= 0)
     reps =
@@ -44,6 +43,18 @@ Timing time_median(F&& once, int reps, double target_seconds) {
   t.max = runs.back();
   t.reps = reps;
   return t;
+}
+
+template <class F>
+Timing time_median(F&& once, int reps, double target_seconds) {
+  using clock = std::chrono::steady_clock;
+  return time_median_measured(
+      [&] {
+        const auto t0 = clock::now();
+        once();
+        return std::chrono::duration<double>(clock::now() - t0).count();
+      },
+      reps, target_seconds);
 }
 
 }  // namespace kcnn_perf
