@@ -296,11 +296,11 @@ void check_channel_run_tile(const ConvCase& c) {
 }
 
 /// The channel-run kernel's tiles that conv2d_forward does not reach in this build: the
-/// 2 x 2 warp tiles of mma.sync (Hopper builds take the warpgroup tile), and the warpgroup
-/// tile multiplying with mma.sync, which a Hopper GPU runs where the driver loads a pass
-/// compiled without sm_90a. (The warpgroup tile with wgmma runs through conv2d_forward in
-/// the tile-edge tests above, where the build has an sm_90a pass.) Partial pixel and
-/// filter tiles, strides, dilation, 1x1, 5x5, K split into slices.
+/// 2 x 2 warp tiles of mma.sync (Hopper builds with the wgmma pass take the warpgroup
+/// tile), and the warpgroup tile multiplying with mma.sync, which a Hopper GPU runs where
+/// the driver loads a pass compiled without sm_90a. (The warpgroup tile with wgmma runs
+/// through conv2d_forward in the tile-edge tests above, where the build has an sm_90a
+/// pass.) Partial pixel and filter tiles, strides, dilation, 1x1, 5x5, K split into slices.
 template <class T>
 void run_channel_run_tiles() {
   namespace I = kcnn::Impl;

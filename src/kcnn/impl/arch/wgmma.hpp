@@ -39,11 +39,13 @@ namespace kcnn::Impl {
 #define KCNN_ARCH_WGMMA 1
 #endif
 
-/// Whether the GPU architecture Kokkos builds for is Hopper, where a kernel's sm_90a pass
-/// (if the build compiles one) takes the warpgroup instructions. Host-side: it picks the
-/// tile shapes that serve both paths (warpgroup-shaped warp tiles).
-inline constexpr bool kBuildTargetsHopper =
-#if defined(KOKKOS_ARCH_HOPPER90)
+/// Whether the code being compiled also has an sm_90a device pass, for a Hopper build of
+/// Kokkos: KCNN_WGMMA_PASS, which kcnn's CMake defines for the units it compiles with
+/// -gencode=arch=compute_90a,code=sm_90a (code that includes kcnn defines it beside that
+/// flag). Host code then picks the warpgroup tiles, which need wgmma to pay; without it,
+/// the tiles tuned for mma.sync.
+inline constexpr bool kBuildHasWgmmaPass =
+#if defined(KCNN_WGMMA_PASS) && defined(KOKKOS_ARCH_HOPPER90)
     true;
 #else
     false;

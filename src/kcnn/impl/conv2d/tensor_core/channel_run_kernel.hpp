@@ -26,7 +26,7 @@
 /// only, 0.1025 / 0.0854 through L1; 256 / 512: even / 5% slower). The epilogue stages the
 /// sums in scratch (store_staged).
 ///
-/// Warpgroup tiles (TensorCoreRunTile::warpgroup, Hopper builds): the team's four warps
+/// Warpgroup tiles (TensorCoreRunTile::warpgroup, builds with the wgmma pass): the four warps
 /// are one warpgroup, warp w owning rows 16w..16w+15 of each 64-pixel slab and all 64
 /// filters. Compiled for sm_90a, a stage is four wgmma m64n64k16 (two slabs x two k-steps)
 /// that the tensor cores read straight from the swizzled tiles (arch/wgmma.hpp): no

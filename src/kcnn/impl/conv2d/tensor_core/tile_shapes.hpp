@@ -199,11 +199,11 @@ struct TensorCoreTiles {
   /// shared-memory results with 4 warps per scheduler (40 KB of team scratch a team).
   template <class T>
   using RunsMmaSync = TensorCoreRunTile<T, 128, 64, 2, 2, 3, 4>;
-  /// Hopper builds: the same 128 x 64 tile as one warpgroup (wgmma m64n64k16 in the
-  /// sm_90a pass, arch/wgmma.hpp). Chosen on an H200 (session 24, a stand-alone harness of
-  /// the same gathers and pipeline, bfloat16 NHWC ResNet 3x3 layers of 64 / 128 / 256 /
-  /// 512 channels, median of 50, ms; cuDNN 9.19 through PyTorch in the same call 0.0577 /
-  /// 0.0434 / 0.0446 / 0.0393):
+  /// Builds with the wgmma pass (kBuildHasWgmmaPass): the same 128 x 64 tile as one
+  /// warpgroup (wgmma m64n64k16 in the sm_90a pass, arch/wgmma.hpp). Chosen on an H200
+  /// (session 24, a stand-alone harness of the same gathers and pipeline, bfloat16 NHWC
+  /// ResNet 3x3 layers of 64 / 128 / 256 / 512 channels, median of 50, ms; cuDNN 9.19
+  /// through PyTorch in the same call 0.0577 / 0.0434 / 0.0446 / 0.0393):
   ///
   ///   tile (warpgroups), stages, m, epilogue         64      128     256     512
   ///   128 x 64 (1), 3, m 1, fragment stores       0.0709  0.0684  0.0582  0.0512
@@ -215,12 +215,17 @@ struct TensorCoreTiles {
   /// (m 5 caps the registers at 102: spills, 2x slower.) Waiting for each stage's wgmma
   /// before the next barrier beat keeping one in flight (which leaves one stage less of
   /// copies ahead in three buffers: 0.0659 / 0.0660 / 0.0593 / 0.0570). The 128 x 128 tile
-  /// is faster on the 128- and 256-channel layers but its float staging does not fit the
-  /// scratch; the 512-channel layer's 104 teams want split K (the launch's rule).
+  /// (m64n128k16), faster in the harness on the 128- and 256-channel layers, was built into
+  /// this kernel (its float epilogue staged a 64-pixel slab per pass) for layers of more
+  /// than 64 filters with a team per multiprocessor, and measured no faster in kcnn_perf
+  /// on the H100 (128 / 256 channels, NHWC, host timing, ms: bf16 0.091 / 0.078 against
+  /// this tile's 0.088 / 0.075, fp16 0.092 / 0.086 against 0.092 / 0.072; two builds, two
+  /// calls: data/h100-2026-11-28-s24-wide-tile-*.json, -s24-*-host.json): not kept. The
+  /// 512-channel layer's 104 teams want split K (the launch's rule).
   template <class T>
   using RunsWarpgroup = TensorCoreRunTile<T, 128, 64, 4, 1, 3, 4, true>;
   template <class T>
-  using Runs = std::conditional_t<kBuildTargetsHopper, RunsWarpgroup<T>, RunsMmaSync<T>>;
+  using Runs = std::conditional_t<kBuildHasWgmmaPass, RunsWarpgroup<T>, RunsMmaSync<T>>;
 };
 
 }  // namespace kcnn::Impl
