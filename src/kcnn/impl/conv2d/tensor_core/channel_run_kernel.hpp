@@ -45,6 +45,7 @@
 #include <cstdint>
 
 #include "../../arch/async_copy.hpp"
+#include "../../arch/convert.hpp"
 #include "../../arch/macros.hpp"
 #include "../../arch/mma.hpp"
 #include "../../arch/wgmma.hpp"
@@ -397,45 +398,12 @@ struct TensorCoreChannelRunKernel {
   /// channels-last) takes one element per item, pixels fastest (y's order there).
   KOKKOS_INLINE_FUNCTION void store_staged(const float* staged, const std::int64_t* y_rows, int f0,
                                            int slice, int t) const {
-    const Partials split{op.M, op.J};
-    constexpr int runs_per_row = BF / 8;
-    if (k_slices > 1 || y_vectors) {
-      KCNN_DEVICE_NO_UNROLL
-      for (int item = t; item < pass_rows * runs_per_row; item += threads) {
-        const int i = item / runs_per_row, c = (item - i * runs_per_row) * 8;
-        const std::int64_t row = y_rows[i];  // split K: the pixel j
-        const int m = f0 + c;
-        if (row < 0 || m >= op.M) continue;
-        const FloatQuad* const src = reinterpret_cast<const FloatQuad*>(staged + i * pitch + c);
-        const FloatQuad lo = src[0], hi = src[1];
-        float v[8] = {lo.e[0], lo.e[1], lo.e[2], lo.e[3], hi.e[0], hi.e[1], hi.e[2], hi.e[3]};
-        const int count = op.M - m < 8 ? op.M - m : 8;
-        if (k_slices > 1) {
-          Acc* const out = partial + split.offset(slice, m, row);
-          if (count == 8 && op.M % 4 == 0) {
-            reinterpret_cast<FloatQuad*>(out)[0] = lo;
-            reinterpret_cast<FloatQuad*>(out)[1] = hi;
-          } else {
-            for (int e = 0; e < count; ++e)
-              out[e] = v[e];
-          }
-          continue;
-        }
-        Y* const out = op.y + row + m;
-        with_activation(op.activation, [&](auto act) {
-          KCNN_DEVICE_UNROLL
-          for (int e = 0; e < 8; ++e)
-            v[e] =
-                apply_activation(decltype(act)::value,
-                                 v[e] + (op.bias && e < count ? to_compute(op.bias[m + e]) : 0.f));
-        });
-        if (count == 8) {
-          store_run(out, v);
-        } else {
-          for (int e = 0; e < count; ++e)
-            out[e] = from_compute<Y>(v[e]);
-        }
-      }
+    if (k_slices > 1) {
+      store_partial_runs(staged, y_rows, f0, slice, t);
+    } else if (y_vectors) {
+      // The activation's switch once, outside the loop (with_activation).
+      with_activation(op.activation,
+                      [&](auto act) { store_runs<decltype(act)::value>(staged, y_rows, f0, t); });
     } else {
       KCNN_DEVICE_NO_UNROLL
       for (int item = t; item < pass_rows * BF; item += threads) {
@@ -449,19 +417,100 @@ struct TensorCoreChannelRunKernel {
     }
   }
 
-  /// y[0..7] = v rounded, in 16-byte stores (y_vectors: y 16-byte aligned there).
-  KOKKOS_FORCEINLINE_FUNCTION static void store_run(Y* y, const float (&v)[8]) {
-    constexpr int per_store = 16 / static_cast<int>(sizeof(Y));
-    struct alignas(16) Vector {
-      Y e[per_store];
-    };
-    KCNN_DEVICE_UNROLL
-    for (int s0 = 0; s0 < 8; s0 += per_store) {
-      Vector out;
+  static constexpr int runs_per_row = BF / 8;
+  /// Whether each thread's items are runs of the same 8 filters (t % runs_per_row), so
+  /// that it loads their bias once.
+  static constexpr bool fixed_runs = threads % runs_per_row == 0;
+
+  /// The runs of store_staged (y_vectors, no split K), activation `Act`. What a run costs
+  /// matters: with the bias loaded per run and the software bfloat16 rounding of Kokkos
+  /// 3.4 (bfloat16.hpp) a run took 163 instructions, 27% of the kernel's on the
+  /// 64-channel ResNet layer (ncu, H200, session 25); hence the bias in registers and the
+  /// packed hardware rounding of arch/convert.hpp (store_run).
+  template <Activation Act>
+  KOKKOS_INLINE_FUNCTION void store_runs(const float* staged, const std::int64_t* y_rows, int f0,
+                                         int t) const {
+    float bias[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    if constexpr (fixed_runs) load_bias(bias, f0 + (t % runs_per_row) * 8);
+    KCNN_DEVICE_NO_UNROLL
+    for (int item = t; item < pass_rows * runs_per_row; item += threads) {
+      const int i = item / runs_per_row, c = (item - i * runs_per_row) * 8;
+      const std::int64_t row = y_rows[i];
+      const int m = f0 + c;
+      if (row < 0 || m >= op.M) continue;
+      if constexpr (!fixed_runs) load_bias(bias, m);
+      const FloatQuad* const src = reinterpret_cast<const FloatQuad*>(staged + i * pitch + c);
+      const FloatQuad lo = src[0], hi = src[1];
+      float v[8] = {lo.e[0], lo.e[1], lo.e[2], lo.e[3], hi.e[0], hi.e[1], hi.e[2], hi.e[3]};
       KCNN_DEVICE_UNROLL
-      for (int e = 0; e < per_store; ++e)
-        out.e[e] = from_compute<Y>(v[s0 + e]);
-      *reinterpret_cast<Vector*>(y + s0) = out;
+      for (int e = 0; e < 8; ++e)
+        v[e] = apply_activation(Act, v[e] + bias[e]);
+      Y* const out = op.y + row + m;
+      if (op.M - m >= 8) {
+        store_run(out, v);
+      } else {
+        KCNN_DEVICE_UNROLL  // (compile-time indices of v: no local-memory copy of it)
+            for (int e = 0; e < 8; ++e) if (e < op.M - m) out[e] = from_compute<Y>(v[e]);
+      }
+    }
+  }
+
+  /// bias[e] = the bias of filter m + e (0 past M or without a bias).
+  KOKKOS_INLINE_FUNCTION void load_bias(float (&bias)[8], int m) const {
+    if (!op.bias) return;
+    KCNN_DEVICE_UNROLL
+    for (int e = 0; e < 8; ++e)
+      bias[e] = m + e < op.M ? to_compute(op.bias[m + e]) : 0.f;
+  }
+
+  /// The runs of store_staged under split K: raw sums to this slice's partials.
+  KOKKOS_INLINE_FUNCTION void store_partial_runs(const float* staged, const std::int64_t* y_rows,
+                                                 int f0, int slice, int t) const {
+    const Partials split{op.M, op.J};
+    KCNN_DEVICE_NO_UNROLL
+    for (int item = t; item < pass_rows * runs_per_row; item += threads) {
+      const int i = item / runs_per_row, c = (item - i * runs_per_row) * 8;
+      const std::int64_t j = y_rows[i];
+      const int m = f0 + c;
+      if (j < 0 || m >= op.M) continue;
+      const FloatQuad* const src = reinterpret_cast<const FloatQuad*>(staged + i * pitch + c);
+      Acc* const out = partial + split.offset(slice, m, j);
+      if (op.M - m >= 8 && op.M % 4 == 0) {
+        reinterpret_cast<FloatQuad*>(out)[0] = src[0];
+        reinterpret_cast<FloatQuad*>(out)[1] = src[1];
+      } else {
+        const int count = op.M - m < 8 ? op.M - m : 8;
+        for (int e = 0; e < count; ++e)
+          out[e] = staged[i * pitch + c + e];
+      }
+    }
+  }
+
+  /// y[0..7] = v rounded, in 16-byte stores (y_vectors: y 16-byte aligned there); 16-bit
+  /// types through the packed conversion (arch/convert.hpp).
+  KOKKOS_FORCEINLINE_FUNCTION static void store_run(Y* y, const float (&v)[8]) {
+    if constexpr (sizeof(Y) == 2) {
+      struct alignas(16) Packed {
+        std::uint32_t e[4];
+      };
+      Packed out;
+      KCNN_DEVICE_UNROLL
+      for (int p = 0; p < 4; ++p)
+        out.e[p] = round_and_pack_16bit<Y>(v[2 * p], v[2 * p + 1]);
+      *reinterpret_cast<Packed*>(y) = out;
+    } else {
+      constexpr int per_store = 16 / static_cast<int>(sizeof(Y));
+      struct alignas(16) Vector {
+        Y e[per_store];
+      };
+      KCNN_DEVICE_UNROLL
+      for (int s0 = 0; s0 < 8; s0 += per_store) {
+        Vector out;
+        KCNN_DEVICE_UNROLL
+        for (int e = 0; e < per_store; ++e)
+          out.e[e] = from_compute<Y>(v[s0 + e]);
+        *reinterpret_cast<Vector*>(y + s0) = out;
+      }
     }
   }
 };
