@@ -192,12 +192,14 @@ std::vector<ConvCase> tensor_core_16bit_edges() {
       {"tc16_split_k_uneven", 2, 130, 5, 7, 33, 3, 3, 1, 1, 1, 1},
       {"tc16_split_k_vec", 1, 128, 4, 5, 40, 3, 3, 1, 1, 1, 1},
       {"tc16_c24_k216_vec", 3, 24, 10, 7, 96, 3, 3, 1, 1, 1, 1},
-      // Channel runs (C a multiple of 32): odd pixel and filter counts, strides, dilation,
-      // 1x1, 5x5 with K split unevenly, 7x7 stride 3 with one filter tile of 8.
+      // Channel runs (C a multiple of 32; of 64: the 128-byte rows of Hopper builds): odd
+      // pixel and filter counts, strides, dilation, 1x1, 5x5 with K split unevenly, 7x7
+      // stride 3 with one filter tile of 8.
       {"tc16_runs_c32_m40", 3, 32, 13, 13, 40, 3, 3, 1, 1, 1, 1},
       {"tc16_runs_strided_dilated", 2, 64, 17, 11, 24, 3, 3, 2, 3, 2, 2, 2, 2},
       {"tc16_runs_1x1_m130", 3, 64, 7, 5, 130, 1, 1},
       {"tc16_runs_5x5_split_k", 1, 160, 6, 7, 66, 5, 5, 1, 1, 2, 2},
+      {"tc16_runs_wide_5x5_split_k", 1, 192, 6, 7, 66, 5, 5, 1, 1, 2, 2},
       {"tc16_runs_7x7_stride3_m8", 2, 32, 19, 23, 8, 7, 7, 3, 3, 3, 3},
   };
 }
@@ -297,10 +299,11 @@ void check_channel_run_tile(const ConvCase& c) {
 
 /// The channel-run kernel's tiles that conv2d_forward does not reach in this build: the
 /// 2 x 2 warp tiles of mma.sync (Hopper builds with the wgmma pass take the warpgroup
-/// tile), and the warpgroup tile multiplying with mma.sync, which a Hopper GPU runs where
-/// the driver loads a pass compiled without sm_90a. (The warpgroup tile with wgmma runs
-/// through conv2d_forward in the tile-edge tests above, where the build has an sm_90a
-/// pass.) Partial pixel and filter tiles, strides, dilation, 1x1, 5x5, K split into slices.
+/// tiles), and the warpgroup tiles (64- and 128-byte rows) multiplying with mma.sync, which
+/// a Hopper GPU runs where the driver loads a pass compiled without sm_90a. (The warpgroup
+/// tiles with wgmma run through conv2d_forward in the tile-edge tests above, where the
+/// build has an sm_90a pass.) Partial pixel and filter tiles, strides, dilation, 1x1, 5x5,
+/// K split into slices.
 template <class T>
 void run_channel_run_tiles() {
   namespace I = kcnn::Impl;
@@ -313,6 +316,8 @@ void run_channel_run_tiles() {
         {"runs_1x1_m130", 3, 64, 7, 5, 130, 1, 1},
         {"runs_5x5_c160_m66", 1, 160, 6, 7, 66, 5, 5, 1, 1, 2, 2},
         {"runs_c96_m8_j1", 1, 96, 3, 3, 8, 3, 3},
+        {"runs_c128_m72_j126", 2, 128, 9, 7, 72, 3, 3, 1, 1, 1, 1},
+        {"runs_5x5_c192_m66", 1, 192, 6, 7, 66, 5, 5, 1, 1, 2, 2},
     };
     int i = 0;
     for (ConvCase c : cases) {
@@ -321,6 +326,8 @@ void run_channel_run_tiles() {
       c.activation = i++ % 2 == 0 ? kcnn::Activation::ReLU : kcnn::Activation::Identity;
       check_channel_run_tile<T, I::TensorCoreTiles::RunsMmaSync<T>>(c);
       check_channel_run_tile<T, I::TensorCoreRunTile<T, 128, 64, 4, 1, 3, 4, true, false>>(c);
+      if (c.C % 64 == 0)  // 128-byte rows of 64 taps
+        check_channel_run_tile<T, I::TensorCoreRunTile<T, 64, 64, 4, 1, 2, 4, true, false, 128>>(c);
     }
   }
 }

@@ -16,10 +16,12 @@
 /// mma.sync m16n8k16 instructions (arch/mma.hpp), so a kernel can fall back to those
 /// where wgmma does not exist and keep its epilogue.
 ///
-/// Both operands are K-major 64-byte rows of 32 16-bit values in the 64-byte swizzle
-/// (chunk c of row r at chunk c ^ ((r / 2) % 4): TensorCoreScratchRows), 8-row groups 512
-/// bytes apart; every tile starts on a 512-byte boundary. The k16 half of a row a k-step
-/// reads starts 32 bytes into it: the hardware applies the swizzle to the address bits.
+/// Both operands are K-major rows of 16-bit values: 64-byte rows of 32 in the 64-byte
+/// swizzle (chunk c of row r at chunk c ^ ((r / 2) % 4): TensorCoreScratchRows), 8-row
+/// groups 512 bytes apart, tiles on 512-byte boundaries; or 128-byte rows of 64 in the
+/// 128-byte swizzle (chunk c ^ (r % 8)), 8-row groups 1,024 bytes apart, tiles on 1,024-byte
+/// boundaries. The k16 slice of a row a k-step reads starts 32 bytes per k-step into it:
+/// the hardware applies the swizzle to the address bits.
 ///
 /// The instructions exist only for the architecture-specific target sm_90a (nvcc
 /// `-gencode=arch=compute_90a,code=sm_90a`): a plain sm_90 pass compiles none of them,
@@ -59,6 +61,23 @@ inline constexpr bool kBuildHasWgmmaPass =
 KOKKOS_FORCEINLINE_FUNCTION std::uint64_t wgmma_descriptor_sw64(std::uint32_t start) {
   return std::uint64_t((start & 0x3FFFFu) >> 4) | (std::uint64_t(1) << 16) |
          (std::uint64_t(512 >> 4) << 32) | (std::uint64_t(2) << 62);
+}
+
+/// The same for 128-byte rows in the 128-byte swizzle (1,024-byte aligned start plus the
+/// k-step's 32-byte multiple): 1,024 bytes between 8-row groups, swizzle mode 1.
+KOKKOS_FORCEINLINE_FUNCTION std::uint64_t wgmma_descriptor_sw128(std::uint32_t start) {
+  return std::uint64_t((start & 0x3FFFFu) >> 4) | (std::uint64_t(1) << 16) |
+         (std::uint64_t(1024 >> 4) << 32) | (std::uint64_t(1) << 62);
+}
+
+/// The descriptor of a tile of RowBytes-byte rows (64 or 128) in their swizzle.
+template <int RowBytes>
+KOKKOS_FORCEINLINE_FUNCTION std::uint64_t wgmma_descriptor(std::uint32_t start) {
+  static_assert(RowBytes == 64 || RowBytes == 128, "64- or 128-byte rows");
+  if constexpr (RowBytes == 64)
+    return wgmma_descriptor_sw64(start);
+  else
+    return wgmma_descriptor_sw128(start);
 }
 
 /// Orders this thread's earlier ordinary (generic-proxy) writes of team scratch, cp.async

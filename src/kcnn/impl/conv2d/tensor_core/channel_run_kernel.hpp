@@ -2,17 +2,18 @@
 /// \file impl/conv2d/tensor_core/channel_run_kernel.hpp
 /// \brief ConvAlgo::TensorCoreGemm for 16-bit NHWC tensors whose channel count is a
 ///        multiple of 32 (TensorCoreChannelRunKernel): every pipeline stage is one
-///        filter tap (r, s) and a run of 32 channels, so a stage's gathers are one
-///        bounds check and one 16-byte copy per scratch row, the tap's offset shared by
-///        every row.
+///        filter tap (r, s) and a run of 32 channels (64 with the tiles' 128-byte rows, C a
+///        multiple of 64), so a stage's gathers are one bounds check and one 16-byte copy
+///        per scratch row and chunk, the tap's offset shared by every row.
 ///
 /// The GEMM view is transposed against TensorCoreDeviceKernel's: rows (MMA m) are the
 /// output pixels, columns (MMA n) the filters, so that an accumulator pair (c0, c1)
 /// holds two neighbouring filters of one pixel, one 4-byte store into NHWC y. Per stage
-/// both operand tiles are rows of 32 taps (64 bytes, TensorCoreScratchRows' swizzle),
-/// k contiguous: A = BP pixel rows of x, B = BF filter rows of w (w packed (M, R, S, C),
-/// so a filter's 32 taps of the stage are contiguous and no packing kernel runs). Each
-/// thread copies chunk t % 4 (8 channels) of rows t / 4, t / 4 + threads / 4, ...
+/// both operand tiles are rows of BK taps (TensorCoreScratchRows' swizzle: 64-byte rows of
+/// 32, or 128-byte rows of 64), k contiguous: A = BP pixel rows of x, B = BF filter rows of
+/// w (w packed (M, R, S, C), so a filter's taps of the stage are contiguous and no packing
+/// kernel runs). Each thread copies chunk t % chunks (8 channels) of rows t / chunks,
+/// t / chunks + threads / chunks, ...
 /// with cp.async; fragments come from ldmatrix.x4 (A: one per m16 tile and MMA k-step,
 /// B: one per n8 tile and stage, both k-steps).
 ///
@@ -112,10 +113,11 @@ struct TensorCoreChannelRunKernel {
   using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using T = typename TensorCoreOp<Math>::element;
   using Acc = float;
-  using Rows = TensorCoreScratchRows<T>;
+  using Rows = TensorCoreScratchRows<T, Tile::row_bytes>;
   static_assert(is_16bit_math(Math), "the channel-run kernel multiplies 16-bit factors");
   static constexpr int BP = Tile::BP, BF = Tile::BF, S = Tile::Stages;
   static constexpr int BK = Rows::BK, chunk = Rows::chunk, threads = Tile::threads;
+  static constexpr int KS = BK / 16;  ///< MMA k-steps per stage (2, or 4 with 128-byte rows)
   static constexpr int WP = BP / Tile::WarpsP, WF = BF / Tile::WarpsF;
   static constexpr int MI = WP / 16, NI = WF / 8;  ///< m16n8k16 MMAs per warp tile
   /// One warpgroup (see the file comment): acc[mi] is the warp's part of 64-pixel slab mi,
@@ -125,18 +127,19 @@ struct TensorCoreChannelRunKernel {
   static constexpr int slab_rows = warpgroup ? 64 : 16;
   static_assert(!warpgroup || (MI == BP / 64 && NI * 8 == 64),
                 "a warpgroup's warp holds one m16 strip of each 64-pixel slab, 64 filters");
-  /// Team scratch alignment: wgmma's 64-byte swizzle repeats every 512 bytes, and every
-  /// tile must start on a repeat.
-  static constexpr std::size_t tile_alignment = warpgroup ? 512 : 16;
-  /// Copies: thread t takes chunk t % 4 of rows t / 4 + i * rows_step.
-  static constexpr int rows_step = threads / 4;
+  /// Team scratch alignment: wgmma's swizzle repeats every 8 rows (512 or 1,024 bytes),
+  /// and every tile must start on a repeat.
+  static constexpr std::size_t tile_alignment = warpgroup ? 8 * Rows::row_bytes : 16;
+  /// Copies: thread t takes chunk t % chunks of rows t / chunks + i * rows_step.
+  static constexpr int chunks = Rows::chunks;
+  static constexpr int rows_step = threads / chunks;
   static constexpr int x_copies = BP / rows_step;
   static constexpr int w_copies = (BF + rows_step - 1) / rows_step;
-  static_assert(BK == 32 && chunk == 8, "stages of 32 taps, four 16-byte chunks per row");
+  static_assert(chunk == 8 && (BK == 32 || BK == 64), "stages of 32 or 64 taps in 16-byte chunks");
   static_assert(BP % rows_step == 0, "every thread copies the same number of pixel rows");
   static_assert(WP % 16 == 0 && WF % 8 == 0, "MMA tiling");
   /// Bytes between scratch rows 16 (A's m16 tiles) and 8 (B's n8 tiles) apart.
-  static constexpr std::uint32_t row_bytes = BK * sizeof(T);
+  static constexpr std::uint32_t row_bytes = Rows::row_bytes;
 
   /// The epilogue's 8- and 16-byte accesses of float scratch and partial sums (CUDA's
   /// float2 / float4 are not host types, and the kernel is parsed on every backend).
@@ -202,7 +205,7 @@ struct TensorCoreChannelRunKernel {
 
     // This thread's copies: channels copy_k..copy_k + 7 of the stage's run, of pixel rows
     // and filter rows row0 + i * rows_step.
-    const int copy_k = (t % 4) * chunk, row0 = t / 4;
+    const int copy_k = (t % chunks) * chunk, row0 = t / chunks;
     const T* x_row[x_copies];
     int h_row[x_copies], w_col[x_copies];
     KCNN_DEVICE_UNROLL
@@ -274,16 +277,18 @@ struct TensorCoreChannelRunKernel {
     const int wp0 = warpgroup ? 16 * warp : (warp / Tile::WarpsF) * WP;
     const int wf0 = (warp % Tile::WarpsF) * WF;
     // ldmatrix rows of this lane. A (x4 = the m16 x k16 fragment of one k-step): matrix
-    // lane / 8 is rows 0-7 / 8-15 (bit 0) of k 0-7 / 8-15 (bit 1). B (x4 = both k-steps
-    // of an n8 tile): matrix lane / 8 is chunk lane / 8 of rows 0-7. Rows 8 apart share
-    // the swizzle position, so the other tiles are these plus a constant.
-    std::uint32_t a_lane[2];
+    // lane / 8 is rows 0-7 / 8-15 (bit 0) of k 0-7 / 8-15 (bit 1). B (x4 = k-steps 2p and
+    // 2p + 1 of an n8 tile): matrix lane / 8 is chunk 4p + lane / 8 of rows 0-7. Rows 8
+    // apart share the swizzle position, so the other tiles are these plus a constant.
+    std::uint32_t a_lane[KS], b_lane[KS / 2];
     KCNN_DEVICE_UNROLL
-    for (int ks = 0; ks < 2; ++ks)
+    for (int ks = 0; ks < KS; ++ks)
       a_lane[ks] =
           Rows::offset(wp0 + lane % 8 + 8 * ((lane / 8) % 2), (2 * ks + lane / 16) * chunk) *
           sizeof(T);
-    const std::uint32_t b_lane = Rows::offset(wf0 + lane % 8, (lane / 8) * chunk) * sizeof(T);
+    KCNN_DEVICE_UNROLL
+    for (int p = 0; p < KS / 2; ++p)
+      b_lane[p] = Rows::offset(wf0 + lane % 8, (4 * p + lane / 8) * chunk) * sizeof(T);
 
     KCNN_DEVICE_UNROLL
     for (int s = 0; s < S - 1; ++s)
@@ -302,7 +307,7 @@ struct TensorCoreChannelRunKernel {
       } else
 #endif
       {
-        mma_stage(acc, x_stage + a_lane[0], x_stage + a_lane[1], w_stage + b_lane);
+        mma_stage(acc, x_stage, w_stage, a_lane, b_lane);
       }
       read_buffer = read_buffer + 1 == S ? 0 : read_buffer + 1;
     }
@@ -347,38 +352,43 @@ struct TensorCoreChannelRunKernel {
                                                       std::uint32_t w_stage) {
     wgmma_fence();
     KCNN_DEVICE_UNROLL
-    for (int ks = 0; ks < 2; ++ks)
+    for (int ks = 0; ks < KS; ++ks)
       KCNN_DEVICE_UNROLL
     for (int mi = 0; mi < MI; ++mi)
       wgmma_m64n64k16<TensorCoreOp<Math>::format>(
           reinterpret_cast<float(&)[4 * NI]>(acc[mi]),
-          wgmma_descriptor_sw64(x_stage + mi * 64 * row_bytes + ks * 32),
-          wgmma_descriptor_sw64(w_stage + ks * 32));
+          wgmma_descriptor<row_bytes>(x_stage + mi * 64 * row_bytes + ks * 32),
+          wgmma_descriptor<row_bytes>(w_stage + ks * 32));
     wgmma_commit();
     wgmma_wait<0>();
   }
 
-  /// The warp tile's MMAs over one stage: a0 / a1 are this lane's ldmatrix rows of the
-  /// first m16 tile for k-steps 0 / 1, b its row of the first n8 tile; the other m16 tiles
-  /// lie slab_rows rows on.
-  KOKKOS_FORCEINLINE_FUNCTION static void mma_stage(Acc (&acc)[MI][NI][4], std::uint32_t a0,
-                                                    std::uint32_t a1, std::uint32_t b) {
-    std::uint32_t bq[NI][4];
+  /// The warp tile's MMAs over one stage at x_stage / w_stage: a_lane[ks] is this lane's
+  /// ldmatrix row of the first m16 tile for k-step ks, b_lane[p] its row of the first n8
+  /// tile for k-steps 2p, 2p + 1; the other m16 tiles lie slab_rows rows on.
+  KOKKOS_FORCEINLINE_FUNCTION static void mma_stage(Acc (&acc)[MI][NI][4], std::uint32_t x_stage,
+                                                    std::uint32_t w_stage,
+                                                    const std::uint32_t (&a_lane)[KS],
+                                                    const std::uint32_t (&b_lane)[KS / 2]) {
     KCNN_DEVICE_UNROLL
-    for (int ni = 0; ni < NI; ++ni)
-      ldmatrix_x4_at(bq[ni], b + ni * 8 * row_bytes);
-    KCNN_DEVICE_UNROLL
-    for (int ks = 0; ks < 2; ++ks) {
-      std::uint32_t aq[MI][4];
+    for (int p = 0; p < KS / 2; ++p) {
+      std::uint32_t bq[NI][4];
       KCNN_DEVICE_UNROLL
-      for (int mi = 0; mi < MI; ++mi)
-        ldmatrix_x4_at(aq[mi], (ks == 0 ? a0 : a1) + mi * slab_rows * row_bytes);
-      KCNN_DEVICE_UNROLL
-      for (int mi = 0; mi < MI; ++mi)
-        KCNN_DEVICE_UNROLL
       for (int ni = 0; ni < NI; ++ni)
-        mma_m16n8k16<TensorCoreOp<Math>::format>(acc[mi][ni], aq[mi], bq[ni][2 * ks],
-                                                 bq[ni][2 * ks + 1]);
+        ldmatrix_x4_at(bq[ni], w_stage + b_lane[p] + ni * 8 * row_bytes);
+      KCNN_DEVICE_UNROLL
+      for (int half = 0; half < 2; ++half) {
+        std::uint32_t aq[MI][4];
+        KCNN_DEVICE_UNROLL
+        for (int mi = 0; mi < MI; ++mi)
+          ldmatrix_x4_at(aq[mi], x_stage + a_lane[2 * p + half] + mi * slab_rows * row_bytes);
+        KCNN_DEVICE_UNROLL
+        for (int mi = 0; mi < MI; ++mi)
+          KCNN_DEVICE_UNROLL
+        for (int ni = 0; ni < NI; ++ni)
+          mma_m16n8k16<TensorCoreOp<Math>::format>(acc[mi][ni], aq[mi], bq[ni][2 * half],
+                                                   bq[ni][2 * half + 1]);
+      }
     }
   }
 

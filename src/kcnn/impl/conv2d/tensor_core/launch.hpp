@@ -364,14 +364,38 @@ std::size_t tensor_core_launch_channel_runs_tile(const ExecSpace& space,
   return bytes;
 }
 
-/// The channel-run kernel on its tile (TensorCoreTiles::Runs).
+/// Whether operands `o` take the channel-run kernel's wide-row tile Wide (128-byte rows:
+/// C a multiple of its 64 taps) rather than Narrow: always, unless Narrow's grid fits one
+/// wave of resident teams (min_teams_per_sm per multiprocessor) and Wide's does not
+/// (measurements: TensorCoreTiles::RunsWideRows).
+template <class Wide, class Narrow, class T, class Y>
+bool tensor_core_prefers_wide_rows(const ImplicitGemmOperands<Layout::NHWC, T, Y>& o,
+                                   std::int64_t multiprocessors) {
+  if (o.map.C % TensorCoreScratchRows<T, Wide::row_bytes>::BK != 0) return false;
+  auto one_wave = [&](auto tile) {
+    using Tile = decltype(tile);
+    const std::int64_t teams =
+        ((o.J + Tile::BP - 1) / Tile::BP) * ((o.M + Tile::BF - 1) / Tile::BF);
+    return teams <= multiprocessors * Tile::min_teams_per_sm;
+  };
+  return !(one_wave(Narrow{}) && !one_wave(Wide{}));
+}
+
+/// The channel-run kernel on its tile (TensorCoreTiles::Runs, or RunsWideRows where the
+/// build has the wgmma pass and tensor_core_prefers_wide_rows).
 template <TensorCoreMath Math, class ExecSpace, class T, class Y>
 std::size_t tensor_core_launch_channel_runs(const ExecSpace& space,
                                             const ImplicitGemmOperands<Layout::NHWC, T, Y>& o,
                                             std::size_t limit, LaunchMode mode,
                                             const ChannelsLastStaging<T>* staging) {
-  return tensor_core_launch_channel_runs_tile<TensorCoreTiles::Runs<T>, Math>(space, o, limit, mode,
-                                                                              staging);
+  using Tiles = TensorCoreTiles;
+  if constexpr (kBuildHasWgmmaPass) {
+    if (tensor_core_prefers_wide_rows<Tiles::RunsWideRows<T>, Tiles::Runs<T>>(
+            o, multiprocessor_count(space)))
+      return tensor_core_launch_channel_runs_tile<Tiles::RunsWideRows<T>, Math>(space, o, limit,
+                                                                                mode, staging);
+  }
+  return tensor_core_launch_channel_runs_tile<Tiles::Runs<T>, Math>(space, o, limit, mode, staging);
 }
 
 /// Launches operands `o` (layout L) under arithmetic Math on its tile.

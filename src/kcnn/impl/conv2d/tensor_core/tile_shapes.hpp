@@ -61,16 +61,24 @@ constexpr bool is_16bit_math(TensorCoreMath math) {
 /// ldmatrix). Chunk c of row r sits at chunk c ^ ((r / 2) % 4): the 8 lanes of a 16-byte load phase
 /// (rows g, g + 1 of chunks 0..3) read 128 distinct bytes, and so do the 4-byte copies of 8 pixels
 /// x 4 taps that NCHW's gathers write (no padding, so more stages fit the scratch).
-template <class T>
+/// RowBytes = 128 (the 16-bit channel-run kernel's wide rows: 64 taps, eight chunks): chunk c
+/// of row r sits at chunk c ^ (r % 8), Hopper's 128-byte swizzle, which wgmma reads as such.
+template <class T, int RowBytes = 64>
 struct TensorCoreScratchRows {
-  static constexpr int row_bytes = 64;
+  static_assert(RowBytes == 64 || RowBytes == 128, "64- or 128-byte rows");
+  static constexpr int row_bytes = RowBytes;
+  static constexpr int chunks = row_bytes / 16;  ///< 16-byte chunks per row
   static constexpr int BK = row_bytes / static_cast<int>(sizeof(T));
   static constexpr int chunk = vector_elements_v<T>;  ///< elements per 16-byte chunk
-  static_assert(BK == 4 * chunk, "four 16-byte chunks per row");
+  static_assert(BK == chunks * chunk, "whole 16-byte chunks per row");
 
+  /// The chunk position of chunk c of row `row`.
+  KOKKOS_FORCEINLINE_FUNCTION static constexpr int swizzled_chunk(int row, int c) {
+    return c ^ (row_bytes == 64 ? (row >> 1) & 3 : row & 7);
+  }
   /// Element offset of tap position k (0 <= k < BK) of scratch row `row`.
   KOKKOS_FORCEINLINE_FUNCTION static constexpr int offset(int row, int k) {
-    return row * BK + (((k / chunk) ^ ((row >> 1) & 3)) * chunk) + k % chunk;
+    return row * BK + swizzled_chunk(row, k / chunk) * chunk + k % chunk;
   }
 };
 
@@ -89,18 +97,19 @@ struct TensorCoreTile : TensorCoreScratchRows<T> {
 
 /// A block tile of the 16-bit channel-run kernel (channel_run_kernel.hpp): BP output
 /// pixels (its GEMM rows) x BF filters per team, WarpsP x WarpsF warps of
-/// (BP / WarpsP) x (BF / WarpsF), Stages scratch buffers of 64-byte rows
-/// (TensorCoreScratchRows). GemmView: the same tile in the filter-major
-/// terms of the split-K rule (implicit_gemm_k_slices: BM filters, BN pixels).
+/// (BP / WarpsP) x (BF / WarpsF), Stages scratch buffers of RowBytes-byte rows
+/// (TensorCoreScratchRows: 64 bytes = 32 taps a stage, 128 = 64 taps). GemmView: the same tile in
+/// the filter-major terms of the split-K rule (implicit_gemm_k_slices: BM filters, BN pixels).
 /// Warpgroup: the team is one warpgroup (4 warps x 1) whose warp w owns rows 16w..16w+15
 /// of each 64-row slab and all BF filters (arch/wgmma.hpp's accumulator layout): wgmma
 /// m64nBFk16 where the code is compiled for sm_90a, mma.sync on the same fragments
 /// elsewhere. Wgmma = false keeps mma.sync in the sm_90a pass too (the tests check that
 /// path, which the driver may load where a build has no sm_90a pass, through it).
 template <class T, int BP_, int BF_, int WarpsP_, int WarpsF_, int Stages_, int MinTeams_,
-          bool Warpgroup_ = false, bool Wgmma_ = Warpgroup_>
+          bool Warpgroup_ = false, bool Wgmma_ = Warpgroup_, int RowBytes_ = 64>
 struct TensorCoreRunTile {
   static constexpr int BP = BP_, BF = BF_, WarpsP = WarpsP_, WarpsF = WarpsF_;
+  static constexpr int row_bytes = RowBytes_;  ///< TensorCoreScratchRows<T, row_bytes>
   static constexpr int Stages = Stages_;
   static constexpr int threads = 32 * WarpsP * WarpsF;
   static constexpr int min_teams_per_sm = MinTeams_;
@@ -111,7 +120,7 @@ struct TensorCoreRunTile {
                 "a warpgroup tile: 4 warps over 64-row slabs, m64n64k16");
   static_assert(!wgmma || warpgroup, "wgmma needs a warpgroup tile");
   struct GemmView {
-    static constexpr int BM = BF_, BN = BP_, BK = TensorCoreScratchRows<T>::BK;
+    static constexpr int BM = BF_, BN = BP_, BK = TensorCoreScratchRows<T, RowBytes_>::BK;
     static constexpr int min_teams_per_sm = MinTeams_;
   };
 };
@@ -226,6 +235,28 @@ struct TensorCoreTiles {
   using RunsWarpgroup = TensorCoreRunTile<T, 128, 64, 4, 1, 3, 4, true>;
   template <class T>
   using Runs = std::conditional_t<kBuildHasWgmmaPass, RunsWarpgroup<T>, RunsMmaSync<T>>;
+  /// Builds with the wgmma pass, C a multiple of 64: 64 pixels x 64 filters, one
+  /// warpgroup, two stages of 128-byte rows (64 taps: a stage, its barrier and its wait
+  /// cover twice the taps of 64-byte rows), 33 KB of team scratch. Chosen on an H200
+  /// (session 25, the stand-alone harness perf_tests/data/s25-wgmma-smem-harness.cu:
+  /// the gathers and pipeline above with either row width, ReLU, no bias, staged bf16
+  /// stores; bfloat16 NHWC ResNet 3x3 layers of 64 / 128 / 256 / 512 channels, median of
+  /// 50, ms; cuDNN 9.19 through PyTorch in the same call 0.0573 / 0.0434 / 0.0439 /
+  /// 0.0336; data/h200-2026-11-28-s25-wgmma-smem.txt):
+  ///
+  ///   tile, rows, stages, m (teams resident)       64      128     256     512
+  ///   128 x 64, 64-byte rows, 3, m 4 (4)        0.0634  0.0635  0.0548  0.0513
+  ///   64 x 64, 128-byte rows, 2, m 4 (5)        0.0606  0.0576  0.0617  0.0428
+  ///   128 x 128, 64-byte rows, 2, m 2 (2)         -     0.0542  0.0498  0.0636
+  ///   beyond Kokkos' 48 KB (not reachable through a TeamPolicy):
+  ///   128 x 64, 128-byte rows, 3, m 3 (3), 74 KB 0.0620  0.0514  0.0461  0.0388
+  ///   128 x 128, 128-byte rows, 3, m 2 (2), 99 KB   -     0.0468  0.0425  0.0523
+  ///
+  /// The 256-channel layer's 784 wide-row teams take two waves of 5 per multiprocessor,
+  /// the 128 x 64 tile's 392 one wave of 4: tensor_core_prefers_wide_rows keeps that tile
+  /// where its grid fits one wave and the wide rows' does not.
+  template <class T>
+  using RunsWideRows = TensorCoreRunTile<T, 64, 64, 4, 1, 2, 4, true, true, 128>;
 };
 
 }  // namespace kcnn::Impl
