@@ -55,11 +55,13 @@ TEST(Conv2dPoolTiledRowGroups, MatchesConvThenPoolReference) {
 
 /// Tiled's register-blocked NHWC host kernel on the edges of its blocking: 1, 2 and 4
 /// filter vectors with partial last blocks (M = 1, lanes + 1, 2 lanes + 1, 67, 130),
-/// register blocks that continue on the next output row (Q = 5, 7), work items of one
-/// image split into several pixel tiles with a partial last one (P x Q = 65, 7x7 x 2),
+/// register blocks that continue on the next output row (Q = 5, 7) and on the next
+/// image (P x Q = 35, 20), pixel tiles with a partial last one (P x Q = 65, 7x7 x 2),
 /// several channel blocks with a partial last one (C = 67 at 3x3 and 5x5, 7x7 with one
-/// channel per block), stride 2 and 3, dilation, padding beyond half the filter, 1x1,
-/// batch 1 and 3, float and double, both host backends. Host builds only.
+/// channel per block, 256 at 3x3), filters whose packed weights pass wide_weights_bytes
+/// (256 channels x 9 taps, 70 filters: the larger pixel tiles), stride 2 and 3,
+/// dilation, padding beyond half the filter, 1x1, batch 1 and 3, float and double, both
+/// host backends. Host builds only.
 TEST(Conv2dTiledHostSimd, MatchesDoubleReference) {
   if constexpr (!std::is_same_v<Kokkos::DefaultExecutionSpace::memory_space, Kokkos::HostSpace>) {
     GTEST_SKIP() << "the register-blocked kernel runs on host backends";
@@ -79,6 +81,7 @@ TEST(Conv2dTiledHostSimd, MatchesDoubleReference) {
       {"m20_stride3_dilation2", 1, 11, 30, 31, 20, 3, 3, 3, 3, 2, 2, 2, 2},
       {"m24_pad_beyond_half", 1, 6, 4, 5, 24, 3, 3, 1, 1, 2, 2},
       {"m48_mixed", 3, 10, 15, 17, 48, 3, 5, 2, 1, 0, 2, 1, 2},
+      {"m70_c256_wide_weights_images", 3, 256, 4, 5, 70, 3, 3, 1, 1, 1, 1},
   };
   int i = 0;
   for (ConvCase c : shapes) {

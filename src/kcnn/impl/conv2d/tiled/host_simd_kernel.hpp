@@ -13,13 +13,14 @@
 /// (NV + 1): every accumulator, the UR broadcasts and one weight vector live at once
 /// (AVX2: 4 x 3, 2 x 5, 1 x 7; AVX-512: 4 x 6, 2 x 10, 1 x 15 -> 14).
 ///
-/// A work item is up to QT consecutive output pixels of one image (rows are joined, so
-/// that 7x7 layers fill their register blocks) for one block of MB filters. The
-/// reduction runs in blocks of CB input channels so that the block's packed weights
-/// (R x S x CB x MB values) and the input rows it reads stay in L1 while the item's
-/// pixels stream past; partial sums wait in the item's buffer (team scratch, QT x MB
-/// values), and bias and activation are applied on the way from it to y. Register blocks
-/// whose windows cross the border read a row of zeros for taps in the padding.
+/// A work item is up to QT consecutive output pixels of the batch (rows and images are
+/// joined, so that 7x7 layers fill their register blocks and their items pass over the
+/// weights fewer times) for one block of MB filters. The reduction runs in blocks of CB
+/// input channels so that the block's packed weights (R x S x CB x MB values) stay in
+/// L1 (AVX2) or L2 (AVX-512, where whole 64-channel filters fit one block) while the
+/// item's pixels stream past; partial sums wait in the item's buffer (team scratch, QT x
+/// MB values), and bias and activation are applied on the way from it to y. Register
+/// blocks whose windows cross the border read a row of zeros for taps in the padding.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -54,13 +55,16 @@ struct TiledHostSimdBlocking {
     const int ur = (kHostVectorRegisters - 1) / (nv + 1);
     return ur < 14 ? ur : 14;
   }
-  /// Output pixels per work item, consecutive in an image (its buffer holds QT x MB
-  /// partial sums), and the bytes of packed weights one channel block may take (R x S x
-  /// CB x MB values). Chosen on a 2-core AMD EPYC (AVX2, 2026-11-26, ResNet 3x3 NHWC
-  /// layers of 64 / 128 / 256 / 512 channels at N = 8, ms, two interleaved rounds of
-  /// `kcnn_perf --benchmark_filter='conv2d/resnet3x3/.*/NHWC/Tiled/'` with both constants
-  /// read from temporary environment overrides, since removed; runs on this VM vary by
-  /// +-10%):
+  /// Output pixels per work item (QT; QT_wide where one filter block's packed weights,
+  /// R x S x C x MB values, take more than wide_weights_bytes: more pixels per pass over
+  /// them), consecutive in the batch (its buffer holds QT x MB partial sums), and the
+  /// bytes of packed weights one channel block may take (R x S x CB x MB values).
+  ///
+  /// AVX2: chosen on a 2-core AMD EPYC (2026-11-26, ResNet 3x3 NHWC layers of 64 / 128 /
+  /// 256 / 512 channels at N = 8, ms, two interleaved rounds of `kcnn_perf
+  /// --benchmark_filter='conv2d/resnet3x3/.*/NHWC/Tiled/'` with both constants read from
+  /// temporary environment overrides, since removed; runs on this VM vary by +-10%;
+  /// items were pixels of one image then):
   ///
   ///   weight block, QT        round 1                  round 2
   ///   12 KB, 64           17.9 18.1 17.7 21.6     17.2 16.0 17.6 22.4
@@ -68,8 +72,45 @@ struct TiledHostSimdBlocking {
   ///   18 KB, 64           18.4 17.3 18.9 23.4     16.9 15.9 16.6 22.0
   ///   18 KB, 32           19.4 16.2 16.8 27.9     16.2 15.4 15.4 20.6
   ///   24 KB, 128          17.3 15.1 16.9 22.4     15.5 14.5 15.3 20.9
+  ///
+  /// AVX-512: chosen on a 2-core AMD EPYC (Zen 5, AVX-512 with two 512-bit FMA pipes,
+  /// 2026-11-28, session 25), the same four layers, NHWC float with bias + ReLU, ms,
+  /// the median over 5-6 rounds (in random order) of each build's median of 20 calls
+  /// (a driver program with the constants as compiler macros, since removed; rounds
+  /// vary by 5-10%, whole runs by up to 20%: compare within a block only). 6 x 4 blocks
+  /// of 16-float vectors (pixels x filter vectors, 24 accumulators) throughout: 64
+  /// filters per block, the widest that 64-channel layers fill.
+  ///
+  ///   weight block, QT (items within one image)   64 ch   128 ch  256 ch  512 ch
+  ///   24 KB, 128 (the AVX2 constants)              5.31    5.22    5.28    7.77
+  ///   48 KB, 128                                   6.47    5.18    5.34    7.80
+  ///   72 KB, 128                                   5.09    5.13    5.26    7.17
+  ///   72 KB, 64                                    5.13    5.24    5.44    7.34
+  ///   160 KB, 128 (all 64 channels in one block)   4.81    4.86    5.09    7.05
+  ///
+  ///   weight block, QT (items across images)      64 ch   128 ch  256 ch  512 ch
+  ///   24 KB, 128                                   6.43    6.38    6.94    9.91
+  ///   24 KB, 392                                   6.75    6.44    6.76    8.23
+  ///   72 KB, 128                                   5.51    5.58    6.12    8.83
+  ///   72 KB, 392                                   5.66    5.74    6.16    8.12
+  ///   96 KB, 256                                   5.61    5.70    6.05    8.23
+  ///   160 KB, 128                                  5.09    5.29    5.90    8.52
+  ///   160 KB, 392                                  5.16    5.33    5.81    7.29
+  ///   256 KB, 128                                  5.29    5.32    5.96    8.57
+  ///   160 KB within one image, 128 (as above)      5.18    5.33    5.76    8.62
+  ///
+  ///   this code (160 KB; 128, 384 past 512 KB)     5.16    5.33    5.40    7.32
+  ///   before (24 KB, 128, within one image)        6.39    6.19    6.25    7.68
+  ///   (the AVX2 build of both, -mno-avx512f: 13.4 / 10.8 / 10.7 / 12.4 and 13.0 /
+  ///   10.7 / 10.6 / 12.4: unchanged)
+  ///
+  /// The 512-channel layer stays slower: its 9.4 MB of weights are packed per call (a
+  /// quarter of its time in `perf`).
   static constexpr int QT = 128;
-  static constexpr std::size_t weight_block_bytes = 24 * 1024;
+  static constexpr int QT_wide = 384;
+  static constexpr std::size_t wide_weights_bytes = 512 * 1024;
+  static constexpr std::size_t weight_block_bytes =
+      kHostVectorRegisters == 32 ? 160 * 1024 : 24 * 1024;
 };
 
 /// The element types the register-blocked kernel has (16-bit tensors keep the staged
@@ -93,11 +134,12 @@ inline std::size_t tiled_host_simd_saturating_product(std::initializer_list<std:
 
 /// The plan of one call: register block, item and channel blocks, packed weight size.
 struct TiledHostSimdPlan {
-  int nv = 1, mb = 0;              ///< filter vectors per block, filters per block (nv x lanes)
-  int m_blocks = 0;                ///< ceil(M / mb)
-  int cb = 0, c_blocks = 0;        ///< channels per reduction block, their count
-  int tile_pixels = 0, tiles = 0;  ///< output pixels per item, items per image (P x Q)
-  std::int64_t items = 0;          ///< N x tiles x m_blocks
+  int nv = 1, mb = 0;        ///< filter vectors per block, filters per block (nv x lanes)
+  int m_blocks = 0;          ///< ceil(M / mb)
+  int cb = 0, c_blocks = 0;  ///< channels per reduction block, their count
+  int tile_pixels = 0;       ///< output pixels per item
+  std::int64_t tiles = 0;    ///< ceil(N x P x Q / tile_pixels)
+  std::int64_t items = 0;    ///< tiles x m_blocks
   /// m_blocks x c_blocks x R x S x cb x mb x sizeof(T) (saturated)
   std::size_t packed_bytes = 0;
 
@@ -118,10 +160,14 @@ struct TiledHostSimdPlan {
         std::max<std::size_t>(1, B::weight_block_bytes / std::max<std::size_t>(1, per_channel)));
     p.c_blocks = static_cast<int>((pb.C + cb_max - 1) / cb_max);
     p.cb = static_cast<int>((pb.C + p.c_blocks - 1) / p.c_blocks);
-    const std::int64_t PQ = pb.P * pb.Q;
-    p.tiles = static_cast<int>((PQ + B::QT - 1) / B::QT);
-    p.tile_pixels = static_cast<int>((PQ + p.tiles - 1) / p.tiles);
-    p.items = pb.N * p.tiles * p.m_blocks;
+    const std::int64_t NPQ = pb.N * pb.P * pb.Q;
+    const std::size_t filter_block_bytes =
+        tiled_host_simd_saturating_product({size(pb.C), per_channel});
+    const std::int64_t qt = filter_block_bytes > B::wide_weights_bytes ? B::QT_wide : B::QT;
+    const std::int64_t tiles = (NPQ + qt - 1) / qt;
+    p.tiles = tiles;
+    p.tile_pixels = tiles > 0 ? static_cast<int>((NPQ + tiles - 1) / tiles) : 1;
+    p.items = tiles * p.m_blocks;
     p.packed_bytes =
         tiled_host_simd_saturating_product({size(p.m_blocks), size(p.c_blocks), size(pb.R),
                                             size(pb.S), size(p.cb), size(p.mb), sizeof(T)});
@@ -207,7 +253,7 @@ struct TiledHostSimdKernel {
   std::int64_t bias_stride;
   Y* y;
   LogicalStrides ys;
-  int H, W, C, M, R, S, P, Q;
+  int N, H, W, C, M, R, S, P, Q;
   int stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
   Activation activation;
   TiledHostSimdPlan plan;
@@ -216,55 +262,55 @@ struct TiledHostSimdKernel {
   void operator()(const member_type& team) const {
     // Item order: filter blocks fastest (they share the input rows, in L2), then the
     // image's pixel tiles, images.
-    std::int64_t item = team.league_rank();
+    const std::int64_t item = team.league_rank();
     const int mblk = static_cast<int>(item % plan.m_blocks);
-    item /= plan.m_blocks;
-    const int tile = static_cast<int>(item % plan.tiles);
-    const std::int64_t n = item / plan.tiles;
-    // Pixel indices in 64 bits: P x Q may come within a tile of 2^31 - 1, past which
-    // j0 + tile_pixels and j + UR would overflow.
-    const std::int64_t j0 = std::int64_t(tile) * plan.tile_pixels;
-    const std::int64_t j1 = std::min(std::int64_t(P) * Q, j0 + plan.tile_pixels);
+    const std::int64_t tile = item / plan.m_blocks;
+    // Pixels of the whole batch, (n, oh, ow) flattened, in 64 bits.
+    const std::int64_t j0 = tile * plan.tile_pixels;
+    const std::int64_t j1 = std::min(std::int64_t(N) * P * Q, j0 + plan.tile_pixels);
+    const std::int64_t PQ = std::int64_t(P) * Q;
 
     T* const rows = static_cast<T*>(team.team_scratch(0).get_shmem_aligned(
         std::size_t(plan.tile_pixels) * MB * sizeof(T), Vector::alignment));
-    const T* const x_image = x + n * xs.n;
     const std::int64_t block_elems = std::int64_t(R) * S * plan.cb * MB;
     for (int cblk = 0; cblk < plan.c_blocks; ++cblk) {
       const int c0 = cblk * plan.cb;
       const int cc = std::min(plan.cb, C - c0);
       const T* const w_block = packed + (std::int64_t(mblk) * plan.c_blocks + cblk) * block_elems;
       const bool first = cblk == 0;
-      int oh = static_cast<int>(j0 / Q), ow = static_cast<int>(j0 % Q);  // the chunk's first pixel
+      // The chunk's first pixel.
+      std::int64_t n = j0 / PQ;
+      int oh = static_cast<int>(j0 % PQ / Q), ow = static_cast<int>(j0 % Q);
       for (std::int64_t j = j0; j < j1; j += UR) {
         T* const out = rows + (j - j0) * MB;
-        pixels_of_count<UR>(static_cast<int>(std::min<std::int64_t>(UR, j1 - j)), x_image, oh, ow,
-                            c0, cc, w_block, out, first);
+        pixels_of_count<UR>(static_cast<int>(std::min<std::int64_t>(UR, j1 - j)), n, oh, ow, c0, cc,
+                            w_block, out, first);
         ow += UR;
-        while (ow >= Q)
-          ow -= Q, ++oh;
+        while (ow >= Q) {
+          ow -= Q;
+          if (++oh == P) oh = 0, ++n;
+        }
       }
     }
-    store(rows, n, j0, j1, mblk * MB);
+    store(rows, j0, j1, mblk * MB);
   }
 
   /// pixels<count>(...) for the chunk's `count` pixels, 1 <= count <= U: full chunks take
   /// pixels<UR>, a tile's last one its own block size.
   template <int U>
-  KCNN_HOST_FORCEINLINE void pixels_of_count(int count, const T* x_image, int oh, int ow, int c0,
+  KCNN_HOST_FORCEINLINE void pixels_of_count(int count, std::int64_t n, int oh, int ow, int c0,
                                              int cc, const T* w_block, T* out, bool first) const {
     if constexpr (U > 1) {
-      if (count < U)
-        return pixels_of_count<U - 1>(count, x_image, oh, ow, c0, cc, w_block, out, first);
+      if (count < U) return pixels_of_count<U - 1>(count, n, oh, ow, c0, cc, w_block, out, first);
     }
-    pixels<U>(x_image, oh, ow, c0, cc, w_block, out, first);
+    pixels<U>(n, oh, ow, c0, cc, w_block, out, first);
   }
 
-  /// U consecutive output pixels of the image, the first (oh, ow) (a chunk may continue
-  /// on the next rows), channels c0 .. c0 + cc - 1: sums into `out` (U x MB; added to it
-  /// unless `first`).
+  /// U consecutive output pixels of the batch, the first (n, oh, ow) (a chunk may
+  /// continue on the next rows and images), channels c0 .. c0 + cc - 1: sums into `out`
+  /// (U x MB; added to it unless `first`).
   template <int U>
-  KCNN_HOST_FORCEINLINE void pixels(const T* x_image, int oh, int ow, int c0, int cc,
+  KCNN_HOST_FORCEINLINE void pixels(std::int64_t n, int oh, int ow, int c0, int cc,
                                     const T* w_block, T* out, bool first) const {
     V acc[U][NV];
     for (int p = 0; p < U; ++p)
@@ -275,14 +321,19 @@ struct TiledHostSimdKernel {
     // pass 2^31 - 1 (stride 2^29 with padding 2^31 - 1: the fuzzer's find) though the
     // coordinates of the taps that read x fit int.
     std::int64_t ih0[U], iw0[U];
+    const T* x_image[U];
     bool interior = true;
     const std::int64_t reach_h = std::int64_t(R - 1) * dilation_h;
     const std::int64_t reach_w = std::int64_t(S - 1) * dilation_w;
     for (int p = 0, h = oh, w = ow; p < U; ++p) {
+      x_image[p] = x + n * xs.n;
       ih0[p] = std::int64_t(h) * stride_h - pad_h, iw0[p] = std::int64_t(w) * stride_w - pad_w;
       interior =
           interior && ih0[p] >= 0 && ih0[p] + reach_h < H && iw0[p] >= 0 && iw0[p] + reach_w < W;
-      if (++w == Q) w = 0, ++h;
+      if (++w == Q) {
+        w = 0;
+        if (++h == P) h = 0, ++n;
+      }
     }
     const std::int64_t step_s = std::int64_t(dilation_w) * xs.w;
     const std::int64_t step_r = std::int64_t(dilation_h) * xs.h - S * step_s;
@@ -291,7 +342,7 @@ struct TiledHostSimdKernel {
     const T* xp[U];
     if (interior) {
       for (int p = 0; p < U; ++p)
-        xp[p] = x_image + ih0[p] * xs.h + iw0[p] * xs.w + c0;
+        xp[p] = x_image[p] + ih0[p] * xs.h + iw0[p] * xs.w + c0;
       for (int r = 0; r < R; ++r) {
         for (int s = 0; s < S; ++s, w_tap += tap_elems) {
           multiply<U>(acc, xp, w_tap, cc);
@@ -311,7 +362,7 @@ struct TiledHostSimdKernel {
           const std::int64_t ih = ih0[p] + std::int64_t(r) * dilation_h;
           const bool inside = ih >= 0 && ih < H;
           any_row = any_row || inside;
-          x_rows[p] = inside ? x_image + ih * xs.h + c0 : nullptr;
+          x_rows[p] = inside ? x_image[p] + ih * xs.h + c0 : nullptr;
         }
         if (!any_row) continue;
         const T* w_s = w_tap;
@@ -348,15 +399,17 @@ struct TiledHostSimdKernel {
   }
 
   /// Bias, activation and one rounding from the item's buffer to y's pixels j0 .. j1 - 1
-  /// of image n, filters m0 .. min(m0 + MB, M) - 1.
-  void store(const T* rows, std::int64_t n, std::int64_t j0, std::int64_t j1, int m0) const {
+  /// of the batch, filters m0 .. min(m0 + MB, M) - 1.
+  void store(const T* rows, std::int64_t j0, std::int64_t j1, int m0) const {
     const int count = std::min(MB, M - m0);
     T bias_block[MB];
     for (int mm = 0; mm < MB; ++mm)
       bias_block[mm] =
           bias && mm < count ? static_cast<T>(to_compute(bias[(m0 + mm) * bias_stride])) : T(0);
     with_activation(activation, [&](auto act) {
-      int oh = static_cast<int>(j0 / Q), ow = static_cast<int>(j0 % Q);
+      const std::int64_t PQ = std::int64_t(P) * Q;
+      std::int64_t n = j0 / PQ;
+      int oh = static_cast<int>(j0 % PQ / Q), ow = static_cast<int>(j0 % Q);
       for (std::int64_t j = j0; j < j1; ++j) {
         const T* const src = rows + (j - j0) * MB;
         Y* const dst = y + n * ys.n + std::int64_t(oh) * ys.h + std::int64_t(ow) * ys.w +
@@ -371,7 +424,10 @@ struct TiledHostSimdKernel {
             dst[mm * ys.c] =
                 from_compute<Y>(apply_activation(decltype(act)::value, src[mm] + bias_block[mm]));
         }
-        if (++ow == Q) ow = 0, ++oh;
+        if (++ow == Q) {
+          ow = 0;
+          if (++oh == P) oh = 0, ++n;
+        }
       }
     });
   }
@@ -421,6 +477,7 @@ std::size_t conv2d_tiled_host_simd(const ExecSpace& space, const XView& x, const
              pb.has_bias ? static_cast<std::int64_t>(bias.stride(0)) : 0,
              y.data(),
              logical_strides<Layout::NHWC>(y),
+             static_cast<int>(pb.N),
              static_cast<int>(pb.H),
              static_cast<int>(pb.W),
              static_cast<int>(pb.C),
