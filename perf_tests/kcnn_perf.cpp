@@ -705,6 +705,13 @@ int run_all(int argc, char** argv) {
   benchmark::AddCustomContext("peak_gflops", fixed(pk.gflops, 2));
   benchmark::AddCustomContext("peak_copy", "Kokkos::deep_copy, 2 x " + fixed(pk.copy_mib / 2, 0) +
                                                " MiB (bytes read + written)");
+  if (pk.fma_threads > 0) {
+    benchmark::AddCustomContext("peak_fma_gflops_core", fixed(pk.fma_gflops_core, 2));
+    benchmark::AddCustomContext("peak_fma_gflops", fixed(pk.fma_gflops_all, 2));
+    benchmark::AddCustomContext("peak_fma", pk.fma + "; one core, and " +
+                                                std::to_string(pk.fma_threads) +
+                                                " threads at once (peak_fma_gflops)");
+  }
   benchmark::AddCustomContext("scalar", scalar);
   const bool tf32_peak = kDeviceBuild && gemm_kind == GemmKind::FloatTF32;
   benchmark::AddCustomContext(
@@ -745,6 +752,9 @@ int run_all(int argc, char** argv) {
                  pk.gflops, scalar_16bit ? "cublasGemmEx" : "KokkosBlas::gemm", pk.gemm_n,
                  libs.empty() ? "none" : libs.c_str(), reference.c_str(), timing_rule.c_str(),
                  calib.c_str(), skip_rule.c_str());
+  if (!listing && pk.fma_threads > 0)
+    std::fprintf(stderr, "kcnn_perf: FMA peak: %.1f GFLOP/s on one core, %.1f on %d threads (%s)\n",
+                 pk.fma_gflops_core, pk.fma_gflops_all, pk.fma_threads, pk.fma.c_str());
 
   for (const Shape& sh : default_suites(kDeviceBuild, run.opt.lenet_batch))
     register_shape(sh, baselines);

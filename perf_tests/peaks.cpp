@@ -6,10 +6,16 @@
 #include <Kokkos_Core.hpp>
 #include <Kokkos_Random.hpp>
 #include <kcnn/bfloat16.hpp>
+#include <kcnn/impl/arch/host_simd.hpp>
+#include <kcnn/impl/arch/macros.hpp>
 #include <kcnn/impl/blas/kokkos_kernels_compat.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <fstream>
+#include <string>
 #include <type_traits>
+#include <utility>
 
 #include "timing.hpp"
 
@@ -90,6 +96,89 @@ double gemm16_gflops(int n) {
 #endif
 }
 
+namespace {
+
+using HostFloat = kcnn::Impl::HostVector<float>;
+/// Independent accumulators of the FMA loop: every vector register but four, so that
+/// the FMA units, not their latency, set the pace (AVX-512: 28, 4-cycle latency, 2 per
+/// cycle: 8 needed; AVX2: 12).
+constexpr int kFmaAccumulators = kcnn::Impl::kHostVectorRegisters - 4;
+
+template <std::size_t... I>
+KCNN_HOST_FORCEINLINE void fma_round(HostFloat::type (&acc)[sizeof...(I)], HostFloat::type m,
+                                     HostFloat::type c, std::index_sequence<I...>) {
+  ((acc[I] = HostFloat::fma(acc[I], m, c)), ...);
+}
+
+/// `rounds` rounds of kFmaAccumulators vector FMAs (acc = acc * m + c, no memory
+/// traffic); returns a sum of the accumulators so that none is dropped.
+float fma_loop(long rounds) {
+  alignas(64) float init[HostFloat::lanes * 3];
+  for (int i = 0; i < HostFloat::lanes; ++i) {
+    init[i] = 1.0f - 1.0f / 1048576;  // m: the values converge, no overflow
+    init[HostFloat::lanes + i] = 1e-6f;
+    init[2 * HostFloat::lanes + i] = 0.5f;
+  }
+  HostFloat::type m = HostFloat::load(init), c = HostFloat::load(init + HostFloat::lanes);
+  HostFloat::type acc[kFmaAccumulators];
+  for (auto& a : acc)
+    a = HostFloat::load(init + 2 * HostFloat::lanes);
+  for (long r = 0; r < rounds; ++r) {
+    fma_round(acc, m, c, std::make_index_sequence<kFmaAccumulators>{});
+    HostFloat::keep_in_register(m);  // one opaque value per round: no folding of rounds
+  }
+  float sum = 0;
+  for (auto& a : acc) {
+    alignas(64) float out[HostFloat::lanes];
+    HostFloat::store(out, a);
+    for (float v : out)
+      sum += v;
+  }
+  return sum;
+}
+
+/// GFLOP/s of fma_loop on `threads` host threads at once (1: the calling thread alone),
+/// the best of 5 runs of about 0.05 s each.
+double host_fma_gflops(int threads) {
+  using clock = std::chrono::steady_clock;
+  const long rounds = 1L << 21;  // 58.7M FMAs per thread: 0.03-0.1 s on 2026's cores
+  const double flop_per_thread = 2.0 * HostFloat::lanes * kFmaAccumulators * double(rounds);
+  double best = 0;
+  float sink = 0;
+  for (int run = 0; run < 6; ++run) {
+    const auto t0 = clock::now();
+    if (threads == 1) {
+      sink += fma_loop(rounds);
+    } else {
+      float sum = 0;
+      Kokkos::parallel_reduce(
+          "kcnn_perf::fma_peak", Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(0, threads),
+          [=](int, float& s) { s += fma_loop(rounds); }, sum);
+      sink += sum;
+    }
+    const double s = std::chrono::duration<double>(clock::now() - t0).count();
+    if (run > 0) best = std::max(best, flop_per_thread * threads / s * 1e-9);  // run 0 warms up
+  }
+  volatile float keep = sink;  // the sums are used
+  (void)keep;
+  return best;
+}
+
+const char* host_isa_name() {
+  switch (kcnn::Impl::build_host_isa()) {
+    case kcnn::Impl::HostIsa::Avx512Amx:
+      return "AVX-512 (+AMX)";
+    case kcnn::Impl::HostIsa::Avx512:
+      return "AVX-512";
+    case kcnn::Impl::HostIsa::Avx2:
+      return "AVX2 + FMA";
+    default:
+      return "generic";
+  }
+}
+
+}  // namespace
+
 Peaks measure_peaks(bool device, GemmKind gemm) {
   Peaks peaks;
   peaks.device = device_name();
@@ -122,6 +211,16 @@ Peaks measure_peaks(bool device, GemmKind gemm) {
         peaks.gflops = gemm_gflops<float>(
             n, pool, gemm == GemmKind::FloatTF32 ? GemmMath::TF32 : GemmMath::Strict);
     }
+  }
+  if (!device) {
+    // One core, then every host thread at once (the range's iterations as the OpenMP
+    // backend spreads them: one per thread).
+    peaks.fma_threads = Kokkos::DefaultHostExecutionSpace().concurrency();
+    peaks.fma_gflops_core = host_fma_gflops(1);
+    peaks.fma_gflops_all = host_fma_gflops(peaks.fma_threads);
+    peaks.fma = std::string("HostVector<float> ") + host_isa_name() + ", " +
+                std::to_string(HostFloat::lanes) + " lanes, " + std::to_string(kFmaAccumulators) +
+                " accumulators in registers";
   }
   return peaks;
 }

@@ -13,6 +13,12 @@ struct Peaks {
   double gflops = 0;  ///< KokkosBlas::gemm (cuBLAS / OpenBLAS), square: 2 n^3 / s
   double copy_mib = 0;
   int gemm_n = 0;
+  /// Host builds: FMA rate of the host's vector unit from registers (HostVector<float>,
+  /// the register-blocked kernels' operations), 2 FLOP per lane per FMA; one core, and
+  /// every thread of the default execution space at once. 0 on device builds.
+  double fma_gflops_core = 0, fma_gflops_all = 0;
+  int fma_threads = 0;
+  std::string fma;     ///< what was measured
   std::string device;  ///< GPU or CPU model
 };
 
@@ -23,7 +29,8 @@ struct Peaks {
 /// sums; CUDA builds only, elsewhere no GEMM ceiling is measured).
 enum class GemmKind { Float, FloatTF32, Double, Half, BFloat16 };
 
-/// Measures both peaks (about a second). `device`: sizes for a GPU, else a CPU.
+/// Measures the peaks (about a second). `device`: sizes for a GPU, else a CPU (and the
+/// host FMA peaks).
 Peaks measure_peaks(bool device, GemmKind gemm);
 
 }  // namespace kcnn_perf
