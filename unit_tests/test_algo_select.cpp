@@ -488,6 +488,25 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
        "host_long_reduction"},
   };
   expect_rules(avx2_nhwc, Target::Host, HostIsa::Avx2, ElementKind::Float32);
+  // AVX-512 without AMX (AMD EPYC Zen 5, session 25): Tiled's register-blocked kernel in
+  // NHWC float on every ResNet 3x3 layer; pointwise layers keep the BLAS, double and
+  // NCHW their rules.
+  const RuleExpectation avx512_nhwc[] = {
+      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled,
+       "host_avx512_nhwc_direct"},
+      {problem(8, 256, 14, 14, 256, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled,
+       "host_avx512_nhwc_direct"},
+      {problem(8, 512, 7, 7, 512, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled,
+       "host_avx512_nhwc_direct"},
+      {problem(8, 256, 56, 56, 64, 1, 1, 1, 0, Layout::NHWC), ConvAlgo::Im2colGemm,
+       "host_pointwise"},
+      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1), ConvAlgo::ImplicitGemm, "host_nchw_gemm"},
+  };
+  expect_rules(avx512_nhwc, Target::Host, HostIsa::Avx512, ElementKind::Float32);
+  EXPECT_EQ(select_for(problem(8, 512, 7, 7, 512, 3, 3, 1, 1, Layout::NHWC), Target::Host,
+                       kEverything, HostIsa::Avx512Amx)
+                .algo,
+            ConvAlgo::Im2colGemm);
   // Every rule names its target, and each target ends with a rule that always applies.
   for (Target t : {Target::Host, Target::Device})
     for (const auto& pb : heuristic_problems())

@@ -436,6 +436,18 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
                 pb.layout == Layout::NHWC && pb.C <= kDirectNhwcChannelsHostAvx2;
        },
        {A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
+      // AVX-512 builds without AMX (AMD EPYC Zen 5, session 25), NHWC float: Tiled's
+      // register-blocked kernel leads every NHWC layer of the suites measured (ResNet 3x3
+      // 64 / 128 / 256 / 512 channels 3.0 / 2.7 / 2.0 / 1.4x the BLAS, AlexNet conv1 and
+      // the odd shapes 1.8-3.2x ImplicitGemm or the BLAS; TUNING.md). Pointwise layers
+      // keep host_pointwise above, though Tiled measured 1.9x the BLAS there too.
+      {"host_avx512_nhwc_direct",
+       H,
+       [](P pb, C c) {
+         return c.host_isa == HostIsa::Avx512 && c.element == ElementKind::Float32 &&
+                pb.layout == Layout::NHWC;
+       },
+       {A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
       // 16-bit tensors, the other NCHW layers: the BLAS sgemm on the unrolled matrix's float
       // copy (ImplicitGemm converts each element in its inner loop: 1.5-1.6x slower here).
       {"host_16bit_nchw_gemm",
