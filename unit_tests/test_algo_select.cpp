@@ -292,10 +292,18 @@ TEST(AlgoSelect, SixteenBitRules) {
               ConvAlgo::Im2colGemm);
     EXPECT_STREQ(host(c256).reason, "host_16bit_nchw_gemm");
     EXPECT_EQ(host(lenet_c1).algo, ConvAlgo::Tiled);
-    EXPECT_EQ(pick(c512).algo, ConvAlgo::Im2colGemm);
-    EXPECT_STREQ(pick(c512).reason, "device_16bit_long_reduction");
-    EXPECT_EQ(pick(c512, AlgoSet{ConvAlgo::Reference, ConvAlgo::TensorCoreGemm}).algo,
-              ConvAlgo::TensorCoreGemm);
+    // Long reductions: Im2colGemm, but NHWC channel runs (C a multiple of 32) stay with
+    // TensorCoreGemm.
+    EXPECT_EQ(pick(c512).algo, ConvAlgo::TensorCoreGemm);
+    EXPECT_STREQ(pick(c512).reason, "device_16bit_tensor_cores");
+    const auto c512_nchw = problem(32, 512, 7, 7, 512, 3, 3, 1, 1, Layout::NCHW);
+    const auto c520_nhwc = problem(32, 520, 7, 7, 512, 3, 3, 1, 1, Layout::NHWC);
+    for (const auto& pb : {c512_nchw, c520_nhwc}) {
+      EXPECT_EQ(pick(pb).algo, ConvAlgo::Im2colGemm);
+      EXPECT_STREQ(pick(pb).reason, "device_16bit_long_reduction");
+      EXPECT_EQ(pick(pb, AlgoSet{ConvAlgo::Reference, ConvAlgo::TensorCoreGemm}).algo,
+                ConvAlgo::TensorCoreGemm);
+    }
   }
 }
 
