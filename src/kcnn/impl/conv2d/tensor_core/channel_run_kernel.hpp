@@ -405,7 +405,8 @@ struct TensorCoreChannelRunKernel {
   /// the pixel; -1 past the output): thread t takes runs of 8 filters of one pixel, t,
   /// t + threads, ... (consecutive threads: consecutive runs of a pixel, then the next
   /// pixel: y's order in NHWC). y without contiguous channels (NCHW calls staged
-  /// channels-last) takes one element per item, pixels fastest (y's order there).
+  /// channels-last) takes two pixels of a filter per item, pixels fastest (y's order
+  /// there: store_pixel_pairs).
   KOKKOS_INLINE_FUNCTION void store_staged(const float* staged, const std::int64_t* y_rows, int f0,
                                            int slice, int t) const {
     if (k_slices > 1) {
@@ -415,15 +416,44 @@ struct TensorCoreChannelRunKernel {
       with_activation(op.activation,
                       [&](auto act) { store_runs<decltype(act)::value>(staged, y_rows, f0, t); });
     } else {
-      KCNN_DEVICE_NO_UNROLL
-      for (int item = t; item < pass_rows * BF; item += threads) {
-        const int c = item / pass_rows, i = item - c * pass_rows;
-        const int m = f0 + c;
-        if (y_rows[i] < 0 || m >= op.M) continue;
-        const float bias = op.bias ? to_compute(op.bias[m]) : 0.f;
-        op.y[y_rows[i] + std::int64_t(m) * op.ys.c] =
-            from_compute<Y>(apply_activation(op.activation, staged[i * pitch + c] + bias));
+      with_activation(op.activation, [&](auto act) {
+        store_pixel_pairs<decltype(act)::value>(staged, y_rows, f0, t);
+      });
+    }
+  }
+
+  /// The elements of store_staged where y's channels are not contiguous (NCHW calls
+  /// staged channels-last), activation `Act`: pairs of neighbouring staged pixels of one
+  /// filter, pixels fastest, which NCHW keeps side by side: one 4-byte store of both
+  /// (packed rounding, arch/convert.hpp) where they are neighbours in y and aligned. One
+  /// element at a time, with the activation's switch and Kokkos 3.4's software bfloat16
+  /// rounding per element, this loop cost about 30 instructions an output.
+  template <Activation Act>
+  KOKKOS_INLINE_FUNCTION void store_pixel_pairs(const float* staged, const std::int64_t* y_rows,
+                                                int f0, int t) const {
+    static_assert(pass_rows % 2 == 0, "pairs of staged rows");
+    constexpr int pairs = pass_rows / 2;
+    KCNN_DEVICE_NO_UNROLL
+    for (int item = t; item < pairs * BF; item += threads) {
+      const int c = item / pairs, i = 2 * (item - c * pairs);
+      const int m = f0 + c;
+      if (m >= op.M) continue;
+      const float bias = op.bias ? to_compute(op.bias[m]) : 0.f;
+      const float v0 = apply_activation(Act, staged[i * pitch + c] + bias);
+      const float v1 = apply_activation(Act, staged[(i + 1) * pitch + c] + bias);
+      const std::int64_t at0 = y_rows[i], at1 = y_rows[i + 1];
+      const std::int64_t channel = std::int64_t(m) * op.ys.c;
+      if constexpr (sizeof(Y) == 2) {
+        if (at0 >= 0 && at1 == at0 + 1) {
+          Y* const first = op.y + at0 + channel;
+          if (reinterpret_cast<std::uintptr_t>(first) % 4 == 0) {
+            *reinterpret_cast<std::uint32_t*>(first) = round_and_pack_16bit<Y>(v0, v1);
+            continue;
+          }
+        }
       }
+      if (at0 >= 0) op.y[at0 + channel] = from_compute<Y>(v0);
+      if (at1 >= 0) op.y[at1 + channel] = from_compute<Y>(v1);
     }
   }
 
