@@ -16,6 +16,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <kcnn/bfloat16.hpp>
+#include <kcnn/impl/arch/convert.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -273,6 +274,65 @@ TEST(Bfloat16, ImplConversionsMatchTheReference) {
 
 TEST(Half, RoundsToNearestEvenAndKeepsNanOnHostAndDevice) {
   check_conversions<Kokkos::Experimental::half_t>(kHalf);
+}
+
+/// packed(i) = the 16-bit values of x(2i) (low half) and x(2i + 1), rounded by
+/// arch/convert.hpp's round_and_pack_16bit (one instruction on GPUs from sm_80).
+template <class T>
+struct RoundAndPack {
+  Kokkos::View<const float*, Space::memory_space> x;
+  Kokkos::View<std::uint32_t*, Space::memory_space> packed;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::size_t i) const {
+    packed(i) = kcnn::Impl::round_and_pack_16bit<T>(x(2 * i), x(2 * i + 1));
+  }
+};
+
+/// round_and_pack_16bit on the default execution space against the reference: the bits
+/// of every probe (ties, subnormals, overflow, infinities, random floats), in both
+/// halves; NaNs stay NaNs (of any sign: the hardware's is the canonical one).
+template <class T>
+void check_packed_rounding(const Format16& format) {
+  if constexpr (sizeof(T) != 2) {
+    GTEST_SKIP() << "Kokkos stores this type as float in this build";
+  } else {
+    const RoundingReference reference(format);
+    std::vector<float> probes = reference.probes(20261128);
+    for (std::uint32_t u : {0x7f800001u, 0xff800001u, 0x7fc00000u, 0xffc00000u}) {
+      float f;
+      std::memcpy(&f, &u, sizeof(f));
+      probes.push_back(f);
+    }
+    if (probes.size() % 2) probes.push_back(1.0f);
+    Kokkos::View<float*, Space::memory_space> x("x", probes.size());
+    Kokkos::View<std::uint32_t*, Space::memory_space> packed("packed", probes.size() / 2);
+    auto x_host = Kokkos::create_mirror_view(x);
+    for (std::size_t i = 0; i < probes.size(); ++i)
+      x_host(i) = probes[i];
+    Kokkos::deep_copy(x, x_host);
+    Kokkos::parallel_for("kcnn_test::round_and_pack_16bit",
+                         Kokkos::RangePolicy<Space>(0, packed.extent(0)),
+                         RoundAndPack<T>{x, packed});
+    auto packed_host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), packed);
+    std::size_t failures = 0;
+    for (std::size_t i = 0; i < probes.size() && failures < 10; ++i) {
+      const auto got = static_cast<std::uint16_t>(packed_host(i / 2) >> (16 * (i % 2)));
+      const bool ok = std::isnan(probes[i]) ? std::isnan(format.decode(got))
+                                            : got == reference.round(probes[i]);
+      if (!ok) {
+        ++failures;
+        ADD_FAILURE() << format.name << ": " << probes[i] << " -> 0x" << std::hex << got
+                      << (i % 2 ? " (high half)" : " (low half)") << std::dec;
+      }
+    }
+  }
+}
+
+TEST(Bfloat16, PackedRoundingMatchesTheReference) {
+  check_packed_rounding<kcnn::bfloat16>(kBfloat16);
+}
+
+TEST(Half, PackedRoundingMatchesTheReference) {
+  check_packed_rounding<Kokkos::Experimental::half_t>(kHalf);
 }
 
 }  // namespace

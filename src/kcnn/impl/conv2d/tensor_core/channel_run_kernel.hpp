@@ -425,9 +425,10 @@ struct TensorCoreChannelRunKernel {
   /// The elements of store_staged where y's channels are not contiguous (NCHW calls
   /// staged channels-last), activation `Act`: pairs of neighbouring staged pixels of one
   /// filter, pixels fastest, which NCHW keeps side by side: one 4-byte store of both
-  /// (packed rounding, arch/convert.hpp) where they are neighbours in y and aligned. One
-  /// element at a time, with the activation's switch and Kokkos 3.4's software bfloat16
-  /// rounding per element, this loop cost about 30 instructions an output.
+  /// (packed rounding, arch/convert.hpp) where they are neighbours in y and aligned. It
+  /// replaced a loop of one element per item with the activation's switch and Kokkos
+  /// 3.4's software bfloat16 rounding per element (not profiled on its own; the run
+  /// epilogue's profile is in store_runs).
   template <Activation Act>
   KOKKOS_INLINE_FUNCTION void store_pixel_pairs(const float* staged, const std::int64_t* y_rows,
                                                 int f0, int t) const {
@@ -489,8 +490,11 @@ struct TensorCoreChannelRunKernel {
       if (op.M - m >= 8) {
         store_run(out, v);
       } else {
-        KCNN_DEVICE_UNROLL  // (compile-time indices of v: no local-memory copy of it)
-            for (int e = 0; e < 8; ++e) if (e < op.M - m) out[e] = from_compute<Y>(v[e]);
+        // Unrolled: v's indices stay compile-time, so v needs no local-memory copy.
+        KCNN_DEVICE_UNROLL
+        for (int e = 0; e < 8; ++e) {
+          if (e < op.M - m) out[e] = from_compute<Y>(v[e]);
+        }
       }
     }
   }
