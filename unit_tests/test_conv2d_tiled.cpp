@@ -60,8 +60,8 @@ TEST(Conv2dPoolTiledRowGroups, MatchesConvThenPoolReference) {
 /// several channel blocks with a partial last one (C = 67 at 3x3 and 5x5, 7x7 with one
 /// channel per block, 256 at 3x3), filters whose packed weights pass wide_weights_bytes
 /// (256 channels x 9 taps, 70 filters: the larger pixel tiles), stride 2 and 3,
-/// dilation, padding beyond half the filter, 1x1, batch 1 and 3, float and double, both
-/// host backends. Host builds only.
+/// dilation, padding beyond half the filter, 1x1, batch 1 and 3, the pixel classes'
+/// edges (below), float and double, both host backends. Host builds only.
 TEST(Conv2dTiledHostSimd, MatchesDoubleReference) {
   if constexpr (!std::is_same_v<Kokkos::DefaultExecutionSpace::memory_space, Kokkos::HostSpace>) {
     GTEST_SKIP() << "the register-blocked kernel runs on host backends";
@@ -82,6 +82,15 @@ TEST(Conv2dTiledHostSimd, MatchesDoubleReference) {
       {"m24_pad_beyond_half", 1, 6, 4, 5, 24, 3, 3, 1, 1, 2, 2},
       {"m48_mixed", 3, 10, 15, 17, 48, 3, 5, 2, 1, 0, 2, 1, 2},
       {"m70_c256_wide_weights_images", 3, 256, 4, 5, 70, 3, 3, 1, 1, 1, 1},
+      // Pixel classes (TiledHostSimdPlan): border segments of several windows (7x7,
+      // padding 3), no window inside the input (5x5 on 3x4, padding 2), stride 2 with
+      // classes of fewer pixels than a register block (5 corner pixels), dilation 3 with
+      // padding 3, and 1x1 filters with padding (border pixels read no input at all).
+      {"m16_7x7_pad3_classes", 3, 5, 9, 8, 16, 7, 7, 1, 1, 3, 3},
+      {"m20_no_interior_window", 2, 3, 3, 4, 20, 5, 5, 1, 1, 2, 2},
+      {"m32_stride2_corner_classes", 5, 16, 9, 11, 32, 3, 3, 2, 2, 1, 1},
+      {"m17_dilation3_pad3", 2, 7, 11, 10, 17, 3, 3, 1, 1, 3, 3, 3, 3},
+      {"m8_1x1_pad1", 2, 4, 5, 3, 8, 1, 1, 1, 1, 1, 1},
   };
   int i = 0;
   for (ConvCase c : shapes) {
