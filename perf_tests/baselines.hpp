@@ -49,6 +49,10 @@ void cudnn_shutdown();
 #if defined(KCNN_PERF_HAVE_ONEDNN)
 std::vector<Baseline> onednn_baselines();
 BaselineLibrary onednn_library();
+/// The LeNet stack (kcnn_perf's lenet_stack) as oneDNN's six primitives: conv (with bias),
+/// ReLU, 2x2 max pool, conv, ReLU, 4x4 max pool; `blocked`: in oneDNN's own formats,
+/// else every tensor NHWC (`nhwc`) or NCHW.
+std::unique_ptr<BaselineRun> onednn_lenet_stack(int batch, bool nhwc, bool blocked);
 #endif
 
 /// Every baseline this build has for element type `scalar` (oneDNN: float only).

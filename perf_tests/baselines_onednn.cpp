@@ -3,13 +3,15 @@
 //  - "oneDNN": tensors in the shape's own layout (NCHW/oihw or NHWC/ohwi), used in place
 //    from Kokkos Views: the like-for-like comparison behind "vs_baseline";
 //  - "oneDNN_blocked": oneDNN's preferred (blocked) formats (format_tag::any); inputs are
-//    reordered into them once, outside the timed region, and y stays blocked.
+//    reordered into them once, outside the timed region, and y stays blocked;
+//  - the LeNet stack as six primitives (onednn_lenet_stack), in either way.
 #include <Kokkos_Core.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "baselines.hpp"
 
@@ -84,7 +86,124 @@ class OnednnConv final : public BaselineRun {
   std::string impl_;
 };
 
+/// The seed network's convolution stack (as kcnn_perf's bench_lenet_stack) as six oneDNN
+/// primitives: convolution (with bias), ReLU, 2x2 max pooling, convolution, ReLU, 4x4 max
+/// pooling; x, weights and biases random. `blocked`: every primitive in oneDNN's own
+/// formats (format_tag::any; x and the weights reordered once, untimed; a reorder of the
+/// first pooling's output into the second convolution's input format is timed where
+/// they differ), else every tensor in `nhwc` or NCHW.
+class OnednnLenetStack final : public BaselineRun {
+ public:
+  OnednnLenetStack(int batch, bool nhwc, bool blocked) : stream_(cpu_engine()) {
+    auto& eng = cpu_engine();
+    const auto f32 = memory::data_type::f32;
+    const auto act_tag = nhwc ? memory::format_tag::nhwc : memory::format_tag::nchw;
+    const auto wei_tag = nhwc ? memory::format_tag::ohwi : memory::format_tag::oihw;
+    const auto any = memory::format_tag::any;
+    const memory::dim B = batch;
+    const memory::desc x_user({B, 1, 86, 86}, f32, act_tag);
+    // Random data through Kokkos Views of the user tensors (the values do not matter for
+    // the time, only that they are finite and not all zero).
+    const kcnn::Layout layout = nhwc ? kcnn::Layout::NHWC : kcnn::Layout::NCHW;
+    const Shape c1{"lenet", "c1_s1", batch, 1, 86, 86, 4, 7, 7, 1, 0, 1, layout},
+        c3{"lenet", "c3_s1", batch, 4, 40, 40, 16, 7, 7, 1, 0, 1, layout};
+    data1_ = std::make_unique<ShapeData<Kokkos::DefaultHostExecutionSpace>>(c1, 23);
+    data3_ = std::make_unique<ShapeData<Kokkos::DefaultHostExecutionSpace>>(c3, 29);
+
+    auto prepared = [&](const memory::desc& want, const memory::desc& user, float* data) {
+      memory user_mem(user, eng, data);
+      if (want == user) return user_mem;
+      memory mem(want, eng);
+      dnnl::reorder(user_mem, mem).execute(stream_, user_mem, mem);
+      return mem;
+    };
+    // One convolution + ReLU + max pooling (window = stride = k) on `src` (its desc
+    // `src_md`, or format_tag::any when blocked and `src` is the user's x).
+    auto layer = [&](const memory& src, const memory::desc& src_md, memory::dim C, memory::dim H,
+                     memory::dim M, int k, ShapeData<Kokkos::DefaultHostExecutionSpace>& d) {
+      const memory::dim P = H - 6, Pp = P / k;
+      const memory::desc w_user({M, C, 7, 7}, f32, wei_tag), b_md({M}, f32, memory::format_tag::x);
+      const memory::desc conv_src = blocked ? memory::desc({B, C, H, H}, f32, any) : src_md;
+      const memory::desc conv_dst({B, M, P, P}, f32, blocked ? any : act_tag);
+      const memory::desc w_want({M, C, 7, 7}, f32, any);
+      dnnl::convolution_forward::primitive_desc conv_pd(
+          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                          dnnl::algorithm::convolution_direct, conv_src, w_want,
+                                          b_md, conv_dst, {1, 1}, {0, 0}, {0, 0}),
+          eng);
+      impl_ += std::string(impl_.empty() ? "" : ", ") + conv_pd.impl_info_str();
+      memory in = src;
+      if (conv_pd.src_desc() != src_md) {
+        // Timed: the previous pooling's output in another format than this convolution reads.
+        memory re(conv_pd.src_desc(), eng);
+        steps_.push_back({dnnl::reorder(src, re), {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, re}}});
+        impl_ += " (+reorder)";
+        in = re;
+      }
+      memory w = prepared(conv_pd.weights_desc(), w_user, d.w.data());
+      memory b(b_md, eng, d.bias.data());
+      memory y(conv_pd.dst_desc(), eng);
+      steps_.push_back(
+          {dnnl::convolution_forward(conv_pd),
+           {{DNNL_ARG_SRC, in}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_BIAS, b}, {DNNL_ARG_DST, y}}});
+      dnnl::eltwise_forward::primitive_desc relu_pd(
+          dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference,
+                                      dnnl::algorithm::eltwise_relu, conv_pd.dst_desc(), 0.0f),
+          eng);
+      steps_.push_back({dnnl::eltwise_forward(relu_pd), {{DNNL_ARG_SRC, y}, {DNNL_ARG_DST, y}}});
+      const memory::desc pool_dst({B, M, Pp, Pp}, f32, blocked ? any : act_tag);
+      dnnl::pooling_forward::primitive_desc pool_pd(
+          dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference,
+                                      dnnl::algorithm::pooling_max, conv_pd.dst_desc(), pool_dst,
+                                      {k, k}, {k, k}, {0, 0}, {0, 0}),
+          eng);
+      memory pooled(pool_pd.dst_desc(), eng);
+      steps_.push_back(
+          {dnnl::pooling_forward(pool_pd), {{DNNL_ARG_SRC, y}, {DNNL_ARG_DST, pooled}}});
+      return pooled;
+    };
+    // x: reordered into the first convolution's format outside the timed steps.
+    memory x_mem(x_user, eng, data1_->x.data());
+    if (blocked) {
+      const memory::desc probe =
+          dnnl::convolution_forward::primitive_desc(
+              dnnl::convolution_forward::desc(
+                  dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                  memory::desc({B, 1, 86, 86}, f32, any), memory::desc({4, 1, 7, 7}, f32, any),
+                  memory::desc({4}, f32, memory::format_tag::x),
+                  memory::desc({B, 4, 80, 80}, f32, any), {1, 1}, {0, 0}, {0, 0}),
+              eng)
+              .src_desc();
+      x_mem = prepared(probe, x_user, data1_->x.data());
+    }
+    const memory s2 = layer(x_mem, x_mem.get_desc(), 1, 86, 4, 2, *data1_);
+    layer(s2, s2.get_desc(), 4, 40, 16, 4, *data3_);
+    stream_.wait();
+  }
+
+  void run() override {
+    for (auto& step : steps_)
+      step.primitive.execute(stream_, step.args);
+    stream_.wait();
+  }
+  std::string describe() const override { return "oneDNN " + impl_; }
+
+ private:
+  struct Step {
+    dnnl::primitive primitive;
+    std::unordered_map<int, memory> args;
+  };
+  dnnl::stream stream_;
+  std::unique_ptr<ShapeData<Kokkos::DefaultHostExecutionSpace>> data1_, data3_;
+  std::vector<Step> steps_;
+  std::string impl_;
+};
+
 }  // namespace
+
+std::unique_ptr<BaselineRun> onednn_lenet_stack(int batch, bool nhwc, bool blocked) {
+  return std::make_unique<OnednnLenetStack>(batch, nhwc, blocked);
+}
 
 std::vector<Baseline> onednn_baselines() {
   return {

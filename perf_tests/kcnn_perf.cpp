@@ -52,7 +52,9 @@
 // (C1 -> ReLU -> 2x2 max -> C3 -> ReLU -> 4x4 max, with biases): "fused" is two
 // conv2d_forward calls with params.pool, "unfused" the four calls conv, pool, conv, pool
 // with the unpooled tensors in memory; lenet_fused/<c1_max2|c3_max4>/<layout>/<algo> one
-// layer of it with its pooling fused (one call).
+// layer of it with its pooling fused (one call). Host builds with oneDNN add
+// lenet_stack/<oneDNN|oneDNN_blocked>/<layout>: the same stack as oneDNN's six primitives
+// (conv with bias, ReLU, pool, conv, ReLU, pool), in the layout or in its own formats.
 #include <benchmark/benchmark.h>
 
 #include <Kokkos_Core.hpp>
@@ -423,6 +425,28 @@ void bench_lenet_stack(benchmark::State& state, int B, kcnn::Layout layout, bool
                  kcnn::to_string(layout));
 }
 
+#if defined(KCNN_PERF_HAVE_ONEDNN)
+/// The LeNet stack (bench_lenet_stack) as oneDNN's conv, eltwise, pool, conv, eltwise,
+/// pool in the same run: lenet_stack/<oneDNN|oneDNN_blocked>/<layout>.
+void bench_onednn_lenet_stack(benchmark::State& state, int B, kcnn::Layout layout, bool blocked) {
+  const double flops = 2.0 * B * (4.0 * 80 * 80 * 1 * 7 * 7 + 16.0 * 34 * 34 * 4 * 7 * 7);
+  std::unique_ptr<BaselineRun> run;
+  try {
+    run = onednn_lenet_stack(B, layout == kcnn::Layout::NHWC, blocked);
+  } catch (const std::exception& e) {
+    return skip(state, std::string("oneDNN: ") + e.what());
+  }
+  Timing t;
+  if (!time_or_skip(
+          state, [&] { run->run(); }, t))
+    return;
+  const double gflops = flops / t.median * 1e-9;
+  state.counters["GFLOP/s"] = gflops;
+  if (g_run->peaks.gflops > 0) state.counters["frac_peak_flops"] = gflops / g_run->peaks.gflops;
+  state.SetLabel("B=" + std::to_string(B) + " " + kcnn::to_string(layout) + " " + run->describe());
+}
+#endif
+
 /// One layer of the stack with its pooling fused (one conv2d_forward call): C1 + ReLU +
 /// 2x2 max (c3 = false) or C3 + ReLU + 4x4 max (c3 = true), biases included. GFLOP/s
 /// counts the convolution's multiply-adds over the outputs the pooling reads.
@@ -503,6 +527,14 @@ void register_pool_benchmarks(int batch) {
                        bench_lenet_fused_layer(st, batch, layout, c3, algo);
                      });
     register_stack_benchmarks(batch, layout);
+#if defined(KCNN_PERF_HAVE_ONEDNN)
+    for (bool blocked : {false, true})
+      register_one(std::string("lenet_stack/") + (blocked ? "oneDNN_blocked/" : "oneDNN/") +
+                       kcnn::to_string(layout),
+                   [batch, layout, blocked](benchmark::State& st) {
+                     bench_onednn_lenet_stack(st, batch, layout, blocked);
+                   });
+#endif
   }
 }
 
