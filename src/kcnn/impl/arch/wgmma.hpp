@@ -143,4 +143,52 @@ KOKKOS_FORCEINLINE_FUNCTION void wgmma_m64n64k16(float (&d)[32], std::uint64_t a
 #endif
 }
 
+/// d (64 x 128 floats: the layout above with 16 n8 column blocks) += A (64 x 16,
+/// descriptor a) * B (16 x 128, K-major rows of the 128 columns, descriptor b). As
+/// wgmma_m64n64k16: B's rows are read once per instruction for twice the columns.
+template <Mma16BitFormat F>
+KOKKOS_FORCEINLINE_FUNCTION void wgmma_m64n128k16(float (&d)[64], std::uint64_t a,
+                                                  std::uint64_t b) {
+#if defined(KCNN_ARCH_WGMMA)
+#define KCNN_WGMMA_M64N128K16(TYPE)                                                                \
+  asm volatile(                                                                                    \
+      "{\n.reg .pred add;\nsetp.ne.b32 add, 1, 0;\n"                                               \
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE                                 \
+      " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,"               \
+      "%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,"           \
+      "%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,"           \
+      "%61,%62,%63}, %64, %65, add, 1, 1, 0, 0;\n}\n"                                              \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),        \
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),    \
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), \
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), \
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), \
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), \
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), \
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), \
+        "+f"(d[63])                                                                                \
+      : "l"(a), "l"(b))
+  if constexpr (F == Mma16BitFormat::BFloat16) {
+    KCNN_WGMMA_M64N128K16("bf16");
+  } else {
+    KCNN_WGMMA_M64N128K16("f16");
+  }
+#undef KCNN_WGMMA_M64N128K16
+#else
+  (void)d, (void)a, (void)b;  // never called where the instruction does not exist
+#endif
+}
+
+/// wgmma_m64n64k16 or wgmma_m64n128k16 by the column count N.
+template <Mma16BitFormat F, int N>
+KOKKOS_FORCEINLINE_FUNCTION void wgmma_m64nk16(float (&d)[N / 2], std::uint64_t a,
+                                               std::uint64_t b) {
+  static_assert(N == 64 || N == 128, "m64n64k16 or m64n128k16");
+  if constexpr (N == 64)
+    wgmma_m64n64k16<F>(d, a, b);
+  else
+    wgmma_m64n128k16<F>(d, a, b);
+}
+
 }  // namespace kcnn::Impl

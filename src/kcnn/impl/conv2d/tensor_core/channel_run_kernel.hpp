@@ -54,6 +54,7 @@
 #include "../../epilogue/bias_activation.hpp"
 #include "../implicit_gemm/operands.hpp"
 #include "../implicit_gemm/split_k.hpp"
+#include "mma_sync_stage.hpp"
 #include "tile_shapes.hpp"
 
 namespace kcnn::Impl {
@@ -276,19 +277,7 @@ struct TensorCoreChannelRunKernel {
     const int warp = t / 32, lane = t % 32;
     const int wp0 = warpgroup ? 16 * warp : (warp / Tile::WarpsF) * WP;
     const int wf0 = (warp % Tile::WarpsF) * WF;
-    // ldmatrix rows of this lane. A (x4 = the m16 x k16 fragment of one k-step): matrix
-    // lane / 8 is rows 0-7 / 8-15 (bit 0) of k 0-7 / 8-15 (bit 1). B (x4 = k-steps 2p and
-    // 2p + 1 of an n8 tile): matrix lane / 8 is chunk 4p + lane / 8 of rows 0-7. Rows 8
-    // apart share the swizzle position, so the other tiles are these plus a constant.
-    std::uint32_t a_lane[KS], b_lane[KS / 2];
-    KCNN_DEVICE_UNROLL
-    for (int ks = 0; ks < KS; ++ks)
-      a_lane[ks] =
-          Rows::offset(wp0 + lane % 8 + 8 * ((lane / 8) % 2), (2 * ks + lane / 16) * chunk) *
-          sizeof(T);
-    KCNN_DEVICE_UNROLL
-    for (int p = 0; p < KS / 2; ++p)
-      b_lane[p] = Rows::offset(wf0 + lane % 8, (4 * p + lane / 8) * chunk) * sizeof(T);
+    const MmaSyncLaneRows<Rows, KS> lanes(wp0, wf0, lane);  // (the mma.sync path's)
 
     KCNN_DEVICE_UNROLL
     for (int s = 0; s < S - 1; ++s)
@@ -307,7 +296,7 @@ struct TensorCoreChannelRunKernel {
       } else
 #endif
       {
-        mma_stage(acc, x_stage, w_stage, a_lane, b_lane);
+        mma_sync_stage<Math, Rows, MI, NI, KS, slab_rows>(acc, x_stage, w_stage, lanes);
       }
       read_buffer = read_buffer + 1 == S ? 0 : read_buffer + 1;
     }
@@ -361,35 +350,6 @@ struct TensorCoreChannelRunKernel {
           wgmma_descriptor<row_bytes>(w_stage + ks * 32));
     wgmma_commit();
     wgmma_wait<0>();
-  }
-
-  /// The warp tile's MMAs over one stage at x_stage / w_stage: a_lane[ks] is this lane's
-  /// ldmatrix row of the first m16 tile for k-step ks, b_lane[p] its row of the first n8
-  /// tile for k-steps 2p, 2p + 1; the other m16 tiles lie slab_rows rows on.
-  KOKKOS_FORCEINLINE_FUNCTION static void mma_stage(Acc (&acc)[MI][NI][4], std::uint32_t x_stage,
-                                                    std::uint32_t w_stage,
-                                                    const std::uint32_t (&a_lane)[KS],
-                                                    const std::uint32_t (&b_lane)[KS / 2]) {
-    KCNN_DEVICE_UNROLL
-    for (int p = 0; p < KS / 2; ++p) {
-      std::uint32_t bq[NI][4];
-      KCNN_DEVICE_UNROLL
-      for (int ni = 0; ni < NI; ++ni)
-        ldmatrix_x4_at(bq[ni], w_stage + b_lane[p] + ni * 8 * row_bytes);
-      KCNN_DEVICE_UNROLL
-      for (int half = 0; half < 2; ++half) {
-        std::uint32_t aq[MI][4];
-        KCNN_DEVICE_UNROLL
-        for (int mi = 0; mi < MI; ++mi)
-          ldmatrix_x4_at(aq[mi], x_stage + a_lane[2 * p + half] + mi * slab_rows * row_bytes);
-        KCNN_DEVICE_UNROLL
-        for (int mi = 0; mi < MI; ++mi)
-          KCNN_DEVICE_UNROLL
-        for (int ni = 0; ni < NI; ++ni)
-          mma_m16n8k16<TensorCoreOp<Math>::format>(acc[mi][ni], aq[mi], bq[ni][2 * half],
-                                                   bq[ni][2 * half + 1]);
-      }
-    }
   }
 
   /// The tile pixel (0 <= p < BP) of staged row i of pass `pass`: warp row i / rows
