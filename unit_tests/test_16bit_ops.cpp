@@ -204,6 +204,15 @@ std::vector<ConvCase> tensor_core_16bit_edges() {
   };
 }
 
+/// Whether the library's 16-bit tensor-core units have an sm_90a pass (unit_tests/
+/// CMakeLists.txt): then conv2d_forward's NHWC channel runs may take the TMA kernel.
+constexpr bool kTestHasSm90aPass =
+#if defined(KCNN_TEST_HAS_SM90A_PASS)
+    true;
+#else
+    false;
+#endif
+
 /// TensorCoreGemm on 16-bit tensors (m16n8k16, float sums) on the shape families and the
 /// tile edges, both layouts; NCHW with and without room in the workspace for the
 /// channels-last copy of x (staged where R*S > 1 and C is a multiple of 8, else its own
@@ -253,8 +262,13 @@ void run_tensor_core_cases() {
           check_conv<T>(space, c, kcnn::ConvAlgo::TensorCoreGemm);
           const bool staged = room && stages;
           EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core::x_channels_last"), staged);
-          EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_channel_runs"),
+          // Channel runs: the TMA kernel where it fits (NHWC, builds with the sm_90a
+          // pass), else the channel-run kernel.
+          const bool tma = launched.saw("kcnn::conv2d::tensor_core_tma");
+          EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_channel_runs") || tma,
                     runs && (layout == kcnn::Layout::NHWC || staged));
+          EXPECT_TRUE(!tma ||
+                      (kTestHasSm90aPass && runs && c.M % 8 == 0 && layout == kcnn::Layout::NHWC));
           const bool single = I::tensor_core_single_channel_fit<T>(problem_of(c));
           EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_single_channel"), single);
           EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_few_channels"),
@@ -338,6 +352,93 @@ TEST(Conv2d16Bit, BfloatChannelRunTilesMatchTheReference) {
 
 TEST(Conv2d16Bit, HalfChannelRunTilesMatchTheReference) {
   run_channel_run_tiles<Kokkos::Experimental::half_t>();
+}
+
+/// The TMA kernel on tile `Tile`, launched directly, on NHWC case c (C a multiple of the
+/// tile's stage, M a multiple of 8): within the bound of check_conv. Returns the K slices
+/// it ran (the workspace holds partial sums only when K is split).
+template <class T, class Tile>
+void check_tma_tile(const ConvCase& c) {
+  namespace I = kcnn::Impl;
+  using Space = Kokkos::DefaultExecutionSpace;
+  SCOPED_TRACE(type_name<T>() + " " + c.name + " BP " + std::to_string(Tile::BP) + " BF " +
+               std::to_string(Tile::BF) + " rows " + std::to_string(Tile::row_bytes));
+  const Space space;
+  const RandomConvInputs<T, Space> in(c);
+  const auto xv = to_host(in.x), wv = to_host(in.w), bv = to_host(in.bias);
+  const auto ye = c.y_extents();
+  Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+  poison(y);
+  auto pb = I::make_conv2d_problem("test", in.x, in.w, in.bias, y, c.params());
+  const auto o = I::implicit_gemm_operands<kcnn::Layout::NHWC>(
+      I::as_kernel_view<Space, false>(in.x), I::as_kernel_view<Space, false>(in.w),
+      c.bias ? I::as_kernel_view<Space, false>(in.bias)
+             : decltype(I::as_kernel_view<Space, false>(in.bias)){},
+      I::as_kernel_view<Space, true>(y), pb);
+  ASSERT_TRUE(I::tensor_core_tma_problem_fits(o, pb));
+  I::tensor_core_launch_tma_tile<Tile, I::tensor_core_16bit_math_v<T>>(
+      space, o, pb, pb.workspace_limit_bytes, I::LaunchMode::Run);
+  space.fence();
+  expect_within_16bit_bound<T>(to_host(y), host_conv2d(c, xv, wv, bv), conv_scale(c, xv, wv, bv),
+                               double(c.C) * c.R * c.S);
+}
+
+/// The TMA kernel's three tiles (tma_kernel.hpp) on odd shapes: batch 1, prime extents,
+/// pixel tiles that cross rows and images and end past the last pixel, filter tiles past
+/// M, strides 2 and 3, dilation, no and wide padding, 1x1, 5x5, 7x7, every activation, with
+/// and without a bias, K split into 2 and 3 slices (small grids of long reductions).
+/// Launched from this unit, which has no sm_90a pass, they multiply with mma.sync (the
+/// path a Hopper GPU runs where the driver loads the plain sm_90 pass); through
+/// conv2d_forward, in builds with the sm_90a pass (KCNN_TEST_HAS_SM90A_PASS), with wgmma:
+/// the cases run both ways there.
+template <class T>
+void run_tma_tiles() {
+  namespace I = kcnn::Impl;
+  if constexpr (!I::has_tensor_cores_v<Kokkos::DefaultExecutionSpace> || sizeof(T) != 2) {
+    GTEST_SKIP() << "no tensor cores or no 16-bit type in this build";
+  } else {
+#if !defined(KOKKOS_ARCH_HOPPER90)
+    GTEST_SKIP() << "the TMA kernel needs Hopper (sm_90)";
+#else
+    using Tiles = I::TensorCoreTiles;
+    std::vector<ConvCase> cases = {
+        {"tma_c32_m40_j507", 3, 32, 13, 13, 40, 3, 3, 1, 1, 1, 1},
+        {"tma_c64_m72_stride2_dilated", 2, 64, 17, 11, 72, 3, 3, 2, 2, 2, 2, 2, 2},
+        {"tma_c64_m64_j1", 1, 64, 1, 1, 64, 3, 3, 1, 1, 1, 1},
+        {"tma_1x1_c64_m136", 3, 64, 7, 5, 136, 1, 1},
+        {"tma_5x5_c128_m24_pad2", 1, 128, 11, 7, 24, 5, 5, 1, 1, 2, 2},
+        {"tma_7x7_c32_m8_stride3", 2, 32, 19, 23, 8, 7, 7, 3, 3, 3, 3},
+        {"tma_c128_m256_unpadded", 2, 128, 9, 13, 256, 3, 3},
+        {"tma_c512_m64_split", 1, 512, 5, 3, 64, 3, 3, 1, 1, 1, 1},
+        {"tma_c256_m16_split", 1, 256, 7, 7, 16, 3, 3, 1, 1, 1, 1},
+        {"tma_c64_m64_resnet_like", 2, 64, 12, 12, 64, 3, 3, 1, 1, 1, 1},
+    };
+    const kcnn::Activation acts[] = {kcnn::Activation::ReLU, kcnn::Activation::Identity,
+                                     kcnn::Activation::Sigmoid, kcnn::Activation::Tanh};
+    int i = 0;
+    for (ConvCase c : cases) {
+      c.layout = kcnn::Layout::NHWC;
+      c.bias = i % 2 == 0;
+      c.activation = acts[i++ % 4];
+      check_tma_tile<T, Tiles::TmaTallTile<T>>(c);
+      check_tma_tile<T, Tiles::TmaSquareTile<T>>(c);
+      if (c.C % 64 == 0) check_tma_tile<T, Tiles::TmaWideRows<T>>(c);
+#if defined(KCNN_TEST_HAS_SM90A_PASS)
+      const LaunchedKernels launched;
+      check_conv<T>(Kokkos::DefaultExecutionSpace{}, c, kcnn::ConvAlgo::TensorCoreGemm);
+      EXPECT_TRUE(launched.saw("kcnn::conv2d::tensor_core_tma"));
+#endif
+    }
+#endif
+  }
+}
+
+TEST(Conv2d16Bit, BfloatTmaTilesMatchTheReference) {
+  run_tma_tiles<kcnn::bfloat16>();
+}
+
+TEST(Conv2d16Bit, HalfTmaTilesMatchTheReference) {
+  run_tma_tiles<Kokkos::Experimental::half_t>();
 }
 
 /// conv2d_forward of case c fused with pooling pc (pool_of) by each of `algos` on T

@@ -106,6 +106,8 @@ std::uintptr_t instance_key(const ExecSpace& space) {
 /// an algorithm that takes the other (Im2colGemm's unrolled matrix).
 struct ScratchForAlgorithms {};
 struct ScratchForUnpooledOutput {};
+/// The TMA kernel's tensor maps, kept between calls (TmaDescriptorCache).
+struct ScratchForTensorMaps {};
 
 template <class ExecSpace, class Purpose = ScratchForAlgorithms>
 class WorkspaceCache {
@@ -117,6 +119,9 @@ class WorkspaceCache {
   struct Slot {
     std::mutex mutex;
     Buffer buffer;
+    /// Counts the buffer's allocations and releases: what a caller left in it is there
+    /// only while this stays the same.
+    std::uint64_t generation = 0;
   };
 
  public:
@@ -125,6 +130,7 @@ class WorkspaceCache {
    public:
     unsigned char* data() const { return slot_->buffer.data(); }
     std::size_t size() const { return slot_->buffer.extent(0); }
+    std::uint64_t generation() const { return slot_->generation; }
 
    private:
     friend class WorkspaceCache;
@@ -151,6 +157,7 @@ class WorkspaceCache {
       const std::size_t rounded = (bytes + granule - 1) / granule * granule;
       slot->buffer =
           Buffer(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kcnn::workspace"), rounded);
+      ++slot->generation;
     }
     return Lease(std::move(lock), slot);
   }
@@ -161,6 +168,7 @@ class WorkspaceCache {
     for (auto& entry : slots()) {
       std::lock_guard<std::mutex> slot_lock(entry.second->mutex);
       entry.second->buffer = Buffer();
+      ++entry.second->generation;
     }
   }
 

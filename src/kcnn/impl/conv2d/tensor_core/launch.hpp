@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include "../../arch/device_traits.hpp"
@@ -26,6 +27,8 @@
 #include "few_channels_launch.hpp"
 #include "packed_weights.hpp"
 #include "tile_shapes.hpp"
+#include "tma_descriptor_cache.hpp"
+#include "tma_kernel.hpp"
 
 namespace kcnn::Impl {
 
@@ -398,6 +401,199 @@ std::size_t tensor_core_launch_channel_runs(const ExecSpace& space,
   return tensor_core_launch_channel_runs_tile<Tiles::Runs<T>, Math>(space, o, limit, mode, staging);
 }
 
+/// Whether NHWC operands `o` that run channels (tensor_core_runs_channels) are within the
+/// TMA kernel's reach (tma_kernel.hpp): y of T packed NHWC (its tensor map is the J x M
+/// matrix; `y_staged`: y will be a packed copy in the workspace) with M a multiple of 8
+/// (rows of 16-byte multiples) and 16-byte aligned, and
+/// the tensor maps' ranges: strides up to 8, the window-origin box's corners (-pad,
+/// pad - (R - 1) * dilation) within [-128, 127], output pixels and extents within 32 bits,
+/// x's strides within 2^40 bytes; and a driver that encodes tensor maps (CUDA 12 and
+/// later).
+template <class T, class Y>
+bool tensor_core_tma_problem_fits(const ImplicitGemmOperands<Layout::NHWC, T, Y>& o,
+                                  const Conv2dProblem& pb, bool y_staged = false) {
+  if constexpr (!std::is_same_v<T, Y> || !is_16bit_storage_v<T>) {
+    (void)o, (void)pb, (void)y_staged;
+    return false;
+  } else {
+    const UnrollMap<Layout::NHWC>& m = o.map;
+    const bool y_packed =
+        o.M % 8 == 0 && (y_staged || (o.ys.c == 1 && o.ys.w == o.M && o.ys.h == m.Q * o.M &&
+                                      o.ys.n == m.P * m.Q * o.M &&
+                                      reinterpret_cast<std::uintptr_t>(o.y) % 16 == 0));
+    auto corner = [](std::int64_t v) { return v >= -128 && v <= 127; };
+    const bool box = corner(-m.pad_w) && corner(-m.pad_h) &&
+                     corner(m.pad_w - (m.S - 1) * m.dilation_w) &&
+                     corner(m.pad_h - (m.R - 1) * m.dilation_h);
+    constexpr std::int64_t int_max = std::numeric_limits<int>::max();
+    const bool ranges = o.J <= int_max && pb.N <= int_max && pb.H <= int_max && pb.W <= int_max &&
+                        o.xs.n < (std::int64_t(1) << 39) / 2 &&
+                        (m.S - 1) * m.dilation_w <= 0xFFFF && (m.R - 1) * m.dilation_h <= 0xFFFF;
+    return y_packed && box && ranges && m.stride_h <= 8 && m.stride_w <= 8 && tma_available();
+  }
+}
+
+/// Whether they take it: also a build with the sm_90a pass (the kernel's TMA needs
+/// sm_90, its speed wgmma).
+template <class T, class Y>
+bool tensor_core_tma_fits(const ImplicitGemmOperands<Layout::NHWC, T, Y>& o,
+                          const Conv2dProblem& pb) {
+  return kBuildHasWgmmaPass && tensor_core_tma_problem_fits(o, pb);
+}
+
+/// The TMA kernel's tile for operands `o` (measurements: TensorCoreTiles::TmaWideRows):
+/// the 128 x 128 tile where M > 64, the activation is Identity or ReLU (its registers
+/// have no room for the others', tma_kernel.hpp) and its grid fills 90% of a wave (teams
+/// resident at its launch bounds on every multiprocessor); else 128-byte rows (C a multiple of 64)
+/// where the reduction takes at most 9 of their stages or the 128 x 64 tile's grid takes
+/// more than a wave; else the 128 x 64 tile.
+enum class TensorCoreTmaTileId { WideRows, Tall, Square };
+
+template <class Tile>
+std::int64_t tensor_core_tma_teams(std::int64_t J, std::int64_t M) {
+  return ((J + Tile::BP - 1) / Tile::BP) * ((M + Tile::BF - 1) / Tile::BF);
+}
+
+template <class T, class Y>
+TensorCoreTmaTileId tensor_core_tma_tile(const ImplicitGemmOperands<Layout::NHWC, T, Y>& o,
+                                         std::int64_t multiprocessors) {
+  using Square = TensorCoreTiles::TmaSquareTile<T>;
+  using Tall = TensorCoreTiles::TmaTallTile<T>;
+  using Wide = TensorCoreTiles::TmaWideRows<T>;
+  const bool cheap_activation =
+      o.activation == Activation::Identity || o.activation == Activation::ReLU;
+  if (o.M > 64 && cheap_activation &&
+      10 * tensor_core_tma_teams<Square>(o.J, o.M) >=
+          9 * multiprocessors * Square::min_teams_per_sm)
+    return TensorCoreTmaTileId::Square;
+  if (o.map.C % TensorCoreScratchRows<T, Wide::row_bytes>::BK == 0 &&
+      (o.K <= 9 * TensorCoreScratchRows<T, Wide::row_bytes>::BK ||
+       tensor_core_tma_teams<Tall>(o.J, o.M) > multiprocessors * Tall::min_teams_per_sm))
+    return TensorCoreTmaTileId::WideRows;
+  return TensorCoreTmaTileId::Tall;
+}
+
+/// The TMA kernel's split of K: up to 3 slices where the grid fills at most half the
+/// resident teams' slots (the harness: the 512-channel 7x7 layer's 200 teams of 64 x 64,
+/// 0.0528 ms whole, 0.0411 in 2 slices, 0.0362 in 3, 0.0453 in 4), each slice at least 16
+/// stages, the partial sums within `budget` bytes.
+template <class Tile>
+int tensor_core_tma_k_slices(std::int64_t teams, int steps, std::int64_t multiprocessors,
+                             std::size_t budget) {
+  constexpr int most = 3, fewest_steps = 16;
+  const std::int64_t slots = multiprocessors * Tile::min_teams_per_sm;
+  int slices =
+      static_cast<int>(std::min<std::int64_t>(most, slots / std::max<std::int64_t>(teams, 1)));
+  auto partial_bytes = [&](int k) {
+    return std::size_t(teams) * std::size_t(k) * Tile::BP * Tile::BF * sizeof(float);
+  };
+  while (slices > 1 && (steps / slices < fewest_steps || partial_bytes(slices) > budget))
+    --slices;
+  return std::max(slices, 1);
+}
+
+/// The TMA kernel on tile `Tile`: its tensor maps from the instance's TmaDescriptorCache
+/// (encoded on the host, written to the device only when new), the split's partial sums
+/// in the workspace within `limit`; returns the workspace bytes. Also under
+/// LaunchMode::Check the maps are encoded, so that one the driver refuses fails before
+/// anything is enqueued.
+template <class Tile, TensorCoreMath Math, class ExecSpace, class T>
+std::size_t tensor_core_launch_tma_tile(const ExecSpace& space,
+                                        const ImplicitGemmOperands<Layout::NHWC, T, T>& o,
+                                        const Conv2dProblem& pb, std::size_t limit,
+                                        LaunchMode mode) {
+  using Kernel = TensorCoreTmaKernel<Tile, Math, ExecSpace, false>;
+  using SplitKernel = TensorCoreTmaKernel<Tile, Math, ExecSpace, true>;
+  using Policy = BoundedTeamPolicy<ExecSpace, Tile::threads, Tile::min_teams_per_sm>;
+  using Rows = TensorCoreScratchRows<T, Tile::row_bytes>;
+  constexpr const char* op = "kcnn::conv2d_forward";
+  const std::int64_t teams = tensor_core_tma_teams<Tile>(o.J, o.M);
+  const int steps = o.K / Rows::BK;
+  const int slices =
+      Tile::split_k && teams <= kTmaMostSplitTeams
+          ? tensor_core_tma_k_slices<Tile>(teams, steps, multiprocessor_count(space), limit)
+          : 1;
+  const int per_slice = (steps + slices - 1) / slices;
+  const int k_slices = (steps + per_slice - 1) / per_slice;  // none empty
+  const std::size_t bytes =
+      k_slices > 1 ? std::size_t(teams) * k_slices * Tile::BP * Tile::BF * sizeof(float) : 0;
+  throw_if(teams * k_slices > std::numeric_limits<int>::max(), op, kTensorCoreAlgoName, ": ",
+           teams * k_slices, " tiles exceed the launch limit; split the batch");
+  throw_if(Kernel::scratch_bytes() > static_cast<std::size_t>(Policy::scratch_size_max(0)), op,
+           "internal: ", kTensorCoreAlgoName, " tile needs ", Kernel::scratch_bytes(),
+           " bytes of team scratch, more than the backend's ", Policy::scratch_size_max(0));
+
+  constexpr bool bf16 = Math == TensorCoreMath::BF16;
+  constexpr TmaSwizzle rows = Tile::row_bytes == 128 ? TmaSwizzle::Bytes128 : TmaSwizzle::Bytes64;
+  const UnrollMap<Layout::NHWC>& m = o.map;
+  TmaDescriptor maps[3];
+  const std::uint64_t x_extents[4] = {std::uint64_t(m.C), std::uint64_t(m.W), std::uint64_t(m.H),
+                                      std::uint64_t(pb.N)};
+  const std::uint64_t x_strides[3] = {sizeof(T) * std::uint64_t(o.xs.w),
+                                      sizeof(T) * std::uint64_t(o.xs.h),
+                                      sizeof(T) * std::uint64_t(o.xs.n)};
+  const bool encoded =
+      tma_encode_im2col_nhwc<bf16>(maps[0], o.x, x_extents, x_strides, int(m.pad_w), int(m.pad_h),
+                                   int((m.S - 1) * m.dilation_w + 1),
+                                   int((m.R - 1) * m.dilation_h + 1), int(m.stride_w),
+                                   int(m.stride_h), Rows::BK, Tile::BP, rows) &&
+      tma_encode_matrix<bf16>(maps[1], o.w, std::uint64_t(o.M), std::uint64_t(o.K),
+                              sizeof(T) * std::uint64_t(o.K), Tile::BF, Rows::BK, rows) &&
+      tma_encode_matrix<bf16>(maps[2], o.y, std::uint64_t(o.J), std::uint64_t(o.M),
+                              sizeof(T) * std::uint64_t(o.M), Tile::BP, 64, TmaSwizzle::Bytes128);
+  throw_if(!encoded, op, "internal: ", kTensorCoreAlgoName,
+           ": the CUDA driver refused a tensor map of this problem");
+  if (mode == LaunchMode::Check) return bytes;
+
+  // The workspace only for a split's partial sums; the maps' lease is held until both
+  // kernels are enqueued (another call on this instance may not rewrite the entry first).
+  std::optional<typename WorkspaceCache<ExecSpace>::Lease> work;
+  if (bytes > 0) work.emplace(WorkspaceCache<ExecSpace>::acquire(space, bytes));
+  TmaDescriptorCache<ExecSpace> cache(space);
+  const auto entry = cache.find_or_insert(maps);
+
+  TensorCoreTmaGeometry geo;
+  geo.M = o.M, geo.C = int(m.C), geo.S = int(m.S);
+  geo.Q = int(m.Q), geo.PQ = int(m.P * m.Q);
+  geo.stride_h = int(m.stride_h), geo.stride_w = int(m.stride_w);
+  geo.pad_h = int(m.pad_h), geo.pad_w = int(m.pad_w);
+  geo.dilation_h = int(m.dilation_h), geo.dilation_w = int(m.dilation_w);
+  geo.steps = steps;
+  const int f_blocks = static_cast<int>((o.M + Tile::BF - 1) / Tile::BF);
+  Policy policy(space, static_cast<int>(teams * k_slices), Tile::threads);
+  policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes()));
+  if constexpr (Tile::split_k) {
+    if (k_slices > 1) {
+      Kokkos::parallel_for(
+          "kcnn::conv2d::tensor_core_tma", policy,
+          SplitKernel{entry.maps, o.bias, o.activation, geo, f_blocks, k_slices, per_slice,
+                      reinterpret_cast<float*>(work->data()), entry.counters});
+      return bytes;
+    }
+  }
+  Kokkos::parallel_for(
+      "kcnn::conv2d::tensor_core_tma", policy,
+      Kernel{entry.maps, o.bias, o.activation, geo, f_blocks, 1, steps, nullptr, nullptr});
+  return bytes;
+}
+
+/// The TMA kernel on its tile (tensor_core_tma_tile).
+template <TensorCoreMath Math, class ExecSpace, class T>
+std::size_t tensor_core_launch_tma(const ExecSpace& space,
+                                   const ImplicitGemmOperands<Layout::NHWC, T, T>& o,
+                                   const Conv2dProblem& pb, std::size_t limit, LaunchMode mode) {
+  using Tiles = TensorCoreTiles;
+  switch (tensor_core_tma_tile(o, multiprocessor_count(space))) {
+    case TensorCoreTmaTileId::Square:
+      return tensor_core_launch_tma_tile<Tiles::TmaSquareTile<T>, Math>(space, o, pb, limit, mode);
+    case TensorCoreTmaTileId::WideRows:
+      return tensor_core_launch_tma_tile<Tiles::TmaWideRows<T>, Math>(space, o, pb, limit, mode);
+    case TensorCoreTmaTileId::Tall:
+      break;
+  }
+  return tensor_core_launch_tma_tile<Tiles::TmaTallTile<T>, Math>(space, o, pb, limit, mode);
+}
+
 /// Launches operands `o` (layout L) under arithmetic Math on its tile.
 template <TensorCoreMath Math, Layout L, class ExecSpace, class T, class Y>
 std::size_t tensor_core_launch_math(const ExecSpace& space, const ImplicitGemmOperands<L, T, Y>& o,
@@ -419,8 +615,13 @@ std::size_t tensor_core_launch_operands(const ExecSpace& space,
   } else if constexpr (is_16bit_storage_v<T>) {
     constexpr TensorCoreMath math = tensor_core_16bit_math_v<T>;
     if constexpr (L == Layout::NHWC) {
-      if (tensor_core_runs_channels(o, pb, vec))
+      if (tensor_core_runs_channels(o, pb, vec)) {
+        if constexpr (std::is_same_v<T, Y>) {
+          if (!staging && tensor_core_tma_fits(o, pb))
+            return tensor_core_launch_tma<math>(space, o, pb, limit, mode);
+        }
         return tensor_core_launch_channel_runs<math>(space, o, limit, mode, staging);
+      }
     }
     return tensor_core_launch_math<math>(space, o, vec, limit, mode, staging);
   } else {

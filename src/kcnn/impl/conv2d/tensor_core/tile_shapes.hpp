@@ -66,6 +66,7 @@ constexpr bool is_16bit_math(TensorCoreMath math) {
 template <class T, int RowBytes = 64>
 struct TensorCoreScratchRows {
   static_assert(RowBytes == 64 || RowBytes == 128, "64- or 128-byte rows");
+  using element = T;
   static constexpr int row_bytes = RowBytes;
   static constexpr int chunks = row_bytes / 16;  ///< 16-byte chunks per row
   static constexpr int BK = row_bytes / static_cast<int>(sizeof(T));
@@ -119,6 +120,27 @@ struct TensorCoreRunTile {
   static_assert(!warpgroup || (WarpsP == 4 && WarpsF == 1 && BP % 64 == 0 && BF == 64),
                 "a warpgroup tile: 4 warps over 64-row slabs, m64n64k16");
   static_assert(!wgmma || warpgroup, "wgmma needs a warpgroup tile");
+  struct GemmView {
+    static constexpr int BM = BF_, BN = BP_, BK = TensorCoreScratchRows<T, RowBytes_>::BK;
+    static constexpr int min_teams_per_sm = MinTeams_;
+  };
+};
+
+/// A block tile of the 16-bit TMA kernel (tma_kernel.hpp): BP output pixels x BF filters
+/// per team of one warpgroup, Stages scratch buffers of RowBytes-byte rows (64: 32 taps
+/// a stage, 128: 64 taps), at least MinTeams teams per multiprocessor in the launch
+/// bounds (which cap the registers). GemmView as TensorCoreRunTile's.
+template <class T, int BP_, int BF_, int RowBytes_, int Stages_, int MinTeams_, bool SplitK_ = true>
+struct TensorCoreTmaTile {
+  static constexpr int BP = BP_, BF = BF_, row_bytes = RowBytes_, Stages = Stages_;
+  /// Whether K may be split (the fix-up's registers would spill the 128 x 128 tile's
+  /// accumulators, and its rule never splits).
+  static constexpr bool split_k = SplitK_;
+  static constexpr int threads = 128;
+  static constexpr int min_teams_per_sm = MinTeams_;
+  static_assert(BP % 64 == 0 && (BF == 64 || BF == 128), "wgmma m64n64k16 or m64n128k16 slabs");
+  static_assert(RowBytes_ == 64 || RowBytes_ == 128, "64- or 128-byte rows");
+  static_assert(Stages >= 2, "a pipeline of at least two stages");
   struct GemmView {
     static constexpr int BM = BF_, BN = BP_, BK = TensorCoreScratchRows<T, RowBytes_>::BK;
     static constexpr int min_teams_per_sm = MinTeams_;
@@ -257,6 +279,41 @@ struct TensorCoreTiles {
   /// where its grid fits one wave and the wide rows' does not.
   template <class T>
   using RunsWideRows = TensorCoreRunTile<T, 64, 64, 4, 1, 2, 4, true, true, 128>;
+
+  /// Tiles of the TMA kernel (tma_kernel.hpp, builds with the wgmma pass): one warpgroup,
+  /// operand tiles loaded by TMA. Chosen on an H200 (session 26, the stand-alone harness
+  /// perf_tests/data/s26-tma-im2col-harness.cu: the same loads, pipeline, wgmma and TMA
+  /// store, bias + ReLU; bfloat16 NHWC ResNet 3x3 layers of 64 / 128 / 256 / 512 channels,
+  /// median of 50, ms; data/h200-2026-11-28-s26-tma-harness-2.txt, the 128 x 128 row and
+  /// the 42 KB one from -3.txt, another call):
+  ///
+  ///   tile, rows, stages, m (teams resident)       64      128     256     512
+  ///   64 x 64, 128-byte rows, 2, m 5 (6)        0.0548  0.0527  0.0539  0.0528
+  ///     the same, K in 3 slices                   -       -     0.0682  0.0362
+  ///   128 x 64, 64-byte rows, 3, m 4 (5)        0.0610  0.0600  0.0449  0.0588
+  ///     the same, K in 3 slices                   -       -     0.0656  0.0365
+  ///   128 x 128, 64-byte rows, 2, m 3 (3)         -     0.0467  0.0613  0.0971
+  ///   64 x 64, 64-byte rows, 5, m 5 (5), 42 KB  0.0823  0.0748  0.0842  0.0658
+  ///   beyond Kokkos' 48 KB (not reachable through a TeamPolicy):
+  ///   64 x 64, 128-byte rows, 3, m 4 (4), 50 KB 0.0558  0.0465  0.0535  0.0401
+  ///   128 x 64, 128-byte rows, 4, m 2 (2), 99 KB 0.0518 0.0409  0.0485  0.0373
+  ///
+  /// (cuDNN 9.19 through PyTorch, its convolution alone, in the call of -2.txt: 0.0564 /
+  /// 0.0442 / 0.0445 / 0.0329.) Stages of 32 taps lose to stages of 64 wherever a tile
+  /// fits both: a stage's barrier wait and wgmma batch are per stage. The choice
+  /// (tensor_core_tma_tile): the 128 x 128 tile where M allows it and its grid fills a
+  /// wave; else 128-byte rows of 64 taps (C a multiple of 64) where the reduction is short
+  /// (at most 9 stages: its two stages suffice) or the 128 x 64 tile's grid fills more
+  /// than one wave; else the 128 x 64 tile. K is split where a grid fills less than half a
+  /// wave. In kcnn on the H100 (kcnn_perf, one call with PyTorch, perf_tests/RESULTS.md,
+  /// session 26) these take 0.088 / 0.055 / 0.058 / 0.055 ms a call, the kernels alone
+  /// (ncu, base clocks) 82-85 us on the 64-channel layer and 50-52 on the 512-channel one.
+  template <class T>
+  using TmaWideRows = TensorCoreTmaTile<T, 64, 64, 128, 2, 5>;
+  template <class T>
+  using TmaTallTile = TensorCoreTmaTile<T, 128, 64, 64, 3, 4>;
+  template <class T>
+  using TmaSquareTile = TensorCoreTmaTile<T, 128, 128, 64, 2, 3, false>;
 };
 
 }  // namespace kcnn::Impl
