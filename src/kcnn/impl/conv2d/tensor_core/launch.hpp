@@ -403,24 +403,22 @@ std::size_t tensor_core_launch_channel_runs(const ExecSpace& space,
 
 /// Whether NHWC operands `o` that run channels (tensor_core_runs_channels) are within the
 /// TMA kernel's reach (tma_kernel.hpp): y of T packed NHWC (its tensor map is the J x M
-/// matrix; `y_staged`: y will be a packed copy in the workspace) with M a multiple of 8
-/// (rows of 16-byte multiples) and 16-byte aligned, and
+/// matrix) with M a multiple of 8 (rows of 16-byte multiples) and 16-byte aligned, and
 /// the tensor maps' ranges: strides up to 8, the window-origin box's corners (-pad,
 /// pad - (R - 1) * dilation) within [-128, 127], output pixels and extents within 32 bits,
 /// x's strides within 2^40 bytes; and a driver that encodes tensor maps (CUDA 12 and
 /// later).
 template <class T, class Y>
 bool tensor_core_tma_problem_fits(const ImplicitGemmOperands<Layout::NHWC, T, Y>& o,
-                                  const Conv2dProblem& pb, bool y_staged = false) {
+                                  const Conv2dProblem& pb) {
   if constexpr (!std::is_same_v<T, Y> || !is_16bit_storage_v<T>) {
-    (void)o, (void)pb, (void)y_staged;
+    (void)o, (void)pb;
     return false;
   } else {
     const UnrollMap<Layout::NHWC>& m = o.map;
-    const bool y_packed =
-        o.M % 8 == 0 && (y_staged || (o.ys.c == 1 && o.ys.w == o.M && o.ys.h == m.Q * o.M &&
-                                      o.ys.n == m.P * m.Q * o.M &&
-                                      reinterpret_cast<std::uintptr_t>(o.y) % 16 == 0));
+    const bool y_packed = o.M % 8 == 0 && o.ys.c == 1 && o.ys.w == o.M && o.ys.h == m.Q * o.M &&
+                          o.ys.n == m.P * m.Q * o.M &&
+                          reinterpret_cast<std::uintptr_t>(o.y) % 16 == 0;
     auto corner = [](std::int64_t v) { return v >= -128 && v <= 127; };
     const bool box = corner(-m.pad_w) && corner(-m.pad_h) &&
                      corner(m.pad_w - (m.S - 1) * m.dilation_w) &&
