@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -261,14 +262,20 @@ void run_tensor_core_cases() {
           const LaunchedKernels launched;
           check_conv<T>(space, c, kcnn::ConvAlgo::TensorCoreGemm);
           const bool staged = room && stages;
-          EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core::x_channels_last"), staged);
-          // Channel runs: the TMA kernel where it fits (NHWC, builds with the sm_90a
-          // pass), else the channel-run kernel.
+          // (16-bit x with channels a multiple of 8 moves by ChannelsLastTranspose16)
+          EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core::x_channels_last") ||
+                        launched.saw("kcnn::conv2d::channels_last"),
+                    staged);
+          // Channel runs: the TMA kernel where it fits (NHWC or staged NCHW, builds with
+          // the sm_90a pass), else the channel-run kernel.
           const bool tma = launched.saw("kcnn::conv2d::tensor_core_tma");
           EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_channel_runs") || tma,
                     runs && (layout == kcnn::Layout::NHWC || staged));
-          EXPECT_TRUE(!tma ||
-                      (kTestHasSm90aPass && runs && c.M % 8 == 0 && layout == kcnn::Layout::NHWC));
+          EXPECT_TRUE(!tma || (kTestHasSm90aPass && runs && c.M % 8 == 0 &&
+                               (layout == kcnn::Layout::NHWC || staged)));
+          // NCHW through the TMA kernel: y from its packed copy.
+          EXPECT_EQ(launched.saw("kcnn::conv2d::channels_first"),
+                    tma && layout == kcnn::Layout::NCHW);
           const bool single = I::tensor_core_single_channel_fit<T>(problem_of(c));
           EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_single_channel"), single);
           EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_few_channels"),
@@ -377,7 +384,8 @@ void check_tma_tile(const ConvCase& c) {
       I::as_kernel_view<Space, true>(y), pb);
   ASSERT_TRUE(I::tensor_core_tma_problem_fits(o, pb));
   I::tensor_core_launch_tma_tile<Tile, I::tensor_core_16bit_math_v<T>>(
-      space, o, pb, pb.workspace_limit_bytes, I::LaunchMode::Run);
+      space, o, pb, pb.workspace_limit_bytes, I::LaunchMode::Run,
+      static_cast<const I::ChannelsLastStaging<T>*>(nullptr));
   space.fence();
   expect_within_16bit_bound<T>(to_host(y), host_conv2d(c, xv, wv, bv), conv_scale(c, xv, wv, bv),
                                double(c.C) * c.R * c.S);
@@ -386,7 +394,8 @@ void check_tma_tile(const ConvCase& c) {
 /// The TMA kernel's three tiles (tma_kernel.hpp) on odd shapes: batch 1, prime extents,
 /// pixel tiles that cross rows and images and end past the last pixel, filter tiles past
 /// M, strides 2 and 3, dilation, no and wide padding, 1x1, 5x5, 7x7, every activation, with
-/// and without a bias, K split into 2 and 3 slices (small grids of long reductions).
+/// and without a bias, K split into 2 and 3 slices (small grids of long reductions), and
+/// a grid whose teams walk several tiles each.
 /// Launched from this unit, which has no sm_90a pass, they multiply with mma.sync (the
 /// path a Hopper GPU runs where the driver loads the plain sm_90 pass); through
 /// conv2d_forward, in builds with the sm_90a pass (KCNN_TEST_HAS_SM90A_PASS), with wgmma:
@@ -412,6 +421,9 @@ void run_tma_tiles() {
         {"tma_c512_m64_split", 1, 512, 5, 3, 64, 3, 3, 1, 1, 1, 1},
         {"tma_c256_m16_split", 1, 256, 7, 7, 16, 3, 3, 1, 1, 1, 1},
         {"tma_c64_m64_resnet_like", 2, 64, 12, 12, 64, 3, 3, 1, 1, 1, 1},
+        // More tiles than the teams resident on a 132-multiprocessor GPU at every tile's
+        // launch bounds (the league then walks several tiles per team).
+        {"tma_many_tiles_c64_m8", 1, 64, 270, 270, 8, 3, 3, 1, 1, 1, 1},
     };
     const kcnn::Activation acts[] = {kcnn::Activation::ReLU, kcnn::Activation::Identity,
                                      kcnn::Activation::Sigmoid, kcnn::Activation::Tanh};
@@ -424,9 +436,31 @@ void run_tma_tiles() {
       check_tma_tile<T, Tiles::TmaSquareTile<T>>(c);
       if (c.C % 64 == 0) check_tma_tile<T, Tiles::TmaWideRows<T>>(c);
 #if defined(KCNN_TEST_HAS_SM90A_PASS)
-      const LaunchedKernels launched;
-      check_conv<T>(Kokkos::DefaultExecutionSpace{}, c, kcnn::ConvAlgo::TensorCoreGemm);
-      EXPECT_TRUE(launched.saw("kcnn::conv2d::tensor_core_tma"));
+      {
+        const LaunchedKernels launched;
+        check_conv<T>(Kokkos::DefaultExecutionSpace{}, c, kcnn::ConvAlgo::TensorCoreGemm);
+        EXPECT_TRUE(launched.saw("kcnn::conv2d::tensor_core_tma"));
+      }
+      // NCHW: staged channels-last where the filter has taps to share (R*S > 1), x
+      // copied in, the result copied out of the packed NHWC copy the kernel writes; with
+      // no room for the copy of y, the channel-run kernel on the staged x.
+      ConvCase nchw = c;
+      nchw.layout = kcnn::Layout::NCHW;
+      const bool staged = c.R * c.S > 1;
+      I::ChannelsLastStaging<T> staging;
+      staging.N = c.N, staging.C = c.C, staging.H = c.H, staging.W = c.W;
+      staging.M = c.M, staging.R = c.R, staging.S = c.S;
+      staging.copy_w = true;
+      for (bool y_room : {true, false}) {
+        if (!y_room && !staged) continue;
+        SCOPED_TRACE(y_room ? "NCHW" : "NCHW, no room for y's copy");
+        nchw.workspace_limit_bytes = y_room ? 0 : staging.bytes();
+        const LaunchedKernels launched;
+        check_conv<T>(Kokkos::DefaultExecutionSpace{}, nchw, kcnn::ConvAlgo::TensorCoreGemm);
+        EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_tma"), staged && y_room);
+        EXPECT_EQ(launched.saw("kcnn::conv2d::channels_first"), staged && y_room);
+        EXPECT_EQ(launched.saw("kcnn::conv2d::channels_last"), staged);
+      }
 #endif
     }
 #endif
@@ -439,6 +473,95 @@ TEST(Conv2d16Bit, BfloatTmaTilesMatchTheReference) {
 
 TEST(Conv2d16Bit, HalfTmaTilesMatchTheReference) {
   run_tma_tiles<Kokkos::Experimental::half_t>();
+}
+
+/// ChannelsLastTranspose16 both ways moves every element to its place and writes
+/// nothing else: images whose pixel counts take 8, 4, 2 and 1 pixels per access, channel
+/// and pixel counts past the 64 x 64 tiles, an NCHW side with the strides of a LayoutLeft
+/// View (pixels not contiguous) and one starting 2 bytes past an aligned address.
+template <class T>
+void run_channels_last_transposes() {
+  namespace I = kcnn::Impl;
+  using Space = Kokkos::DefaultExecutionSpace;
+  if constexpr (!I::has_tensor_cores_v<Space>) {
+    GTEST_SKIP() << "a GPU copy (teams of 256 threads)";
+  } else {
+    struct Shape {
+      std::int64_t N, C, H, W;
+    };
+    const Shape shapes[] = {{2, 64, 8, 8}, {3, 136, 14, 14}, {1, 8, 1, 2},
+                            {2, 72, 7, 9}, {1, 200, 9, 13},  {2, 16, 3, 10}};
+    auto bits = [](T v) {
+      std::uint16_t b;
+      std::memcpy(&b, &v, sizeof b);
+      return b;
+    };
+    auto value = [](std::int64_t i) {  // distinct bit patterns, none a NaN
+      const std::uint16_t b = static_cast<std::uint16_t>(0x1000 + i % 0x5000);
+      T v;
+      std::memcpy(static_cast<void*>(&v), &b, sizeof v);
+      return v;
+    };
+    const Space space;
+    for (const Shape& sh : shapes)
+      for (int strides = 0; strides < 3; ++strides) {  // packed, LayoutLeft, offset by one
+        SCOPED_TRACE(type_name<T>() + " " + std::to_string(sh.N) + "x" + std::to_string(sh.C) +
+                     "x" + std::to_string(sh.H) + "x" + std::to_string(sh.W) + " strides " +
+                     std::to_string(strides));
+        const std::int64_t size = sh.N * sh.C * sh.H * sh.W, HW = sh.H * sh.W;
+        I::LogicalStrides s{sh.C * HW, HW, sh.W, 1};
+        if (strides == 1) s = {1, sh.N, sh.N * sh.C, sh.N * sh.C * sh.H};
+        const std::int64_t shift = strides == 2 ? 1 : 0;
+        Kokkos::View<T*, Space> nchw("nchw", size + shift), nhwc("nhwc", size);
+        auto nchw_h = Kokkos::create_mirror_view(nchw);
+        auto nhwc_h = Kokkos::create_mirror_view(nhwc);
+        // to channels-last: NCHW values in, NHWC poisoned
+        for (std::int64_t i = 0; i < size + shift; ++i)
+          nchw_h(i) = value(i);
+        for (std::int64_t i = 0; i < size; ++i)
+          nhwc_h(i) = value(0x4fff);
+        Kokkos::deep_copy(nchw, nchw_h);
+        Kokkos::deep_copy(nhwc, nhwc_h);
+        I::channels_last_transpose16<true>(space, nchw.data() + shift, nhwc.data(), s, sh.N, sh.C,
+                                           sh.H, sh.W);
+        Kokkos::deep_copy(nhwc_h, nhwc);
+        std::int64_t wrong = 0;
+        for (std::int64_t n = 0; n < sh.N; ++n)
+          for (std::int64_t c = 0; c < sh.C; ++c)
+            for (std::int64_t p = 0; p < HW; ++p) {
+              const std::int64_t from = shift + s.offset(n, c, p / sh.W, p % sh.W);
+              wrong += bits(nhwc_h((n * HW + p) * sh.C + c)) != bits(value(from));
+            }
+        EXPECT_EQ(wrong, 0) << "to channels-last";
+        // back: NHWC values in, NCHW poisoned (the element before an offset one kept)
+        for (std::int64_t i = 0; i < size; ++i)
+          nhwc_h(i) = value(3 * i + 7);
+        for (std::int64_t i = 0; i < size + shift; ++i)
+          nchw_h(i) = value(0x4fff);
+        Kokkos::deep_copy(nchw, nchw_h);
+        Kokkos::deep_copy(nhwc, nhwc_h);
+        I::channels_last_transpose16<false>(space, nhwc.data(), nchw.data() + shift, s, sh.N, sh.C,
+                                            sh.H, sh.W);
+        Kokkos::deep_copy(nchw_h, nchw);
+        wrong = 0;
+        for (std::int64_t n = 0; n < sh.N; ++n)
+          for (std::int64_t c = 0; c < sh.C; ++c)
+            for (std::int64_t p = 0; p < HW; ++p) {
+              const std::int64_t to = shift + s.offset(n, c, p / sh.W, p % sh.W);
+              wrong += bits(nchw_h(to)) != bits(value(3 * ((n * HW + p) * sh.C + c) + 7));
+            }
+        if (shift) wrong += bits(nchw_h(0)) != bits(value(0x4fff));
+        EXPECT_EQ(wrong, 0) << "to channels-first";
+      }
+  }
+}
+
+TEST(Conv2d16Bit, BfloatChannelsLastTransposesMoveEveryElement) {
+  run_channels_last_transposes<kcnn::bfloat16>();
+}
+
+TEST(Conv2d16Bit, HalfChannelsLastTransposesMoveEveryElement) {
+  run_channels_last_transposes<Kokkos::Experimental::half_t>();
 }
 
 /// conv2d_forward of case c fused with pooling pc (pool_of) by each of `algos` on T

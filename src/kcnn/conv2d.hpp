@@ -97,8 +97,10 @@ constexpr void static_check_conv2d_views() {
 /// NCHW calls first copy x (and double w) channels-last into the cached workspace and
 /// run the NHWC kernel, whose gathers move 16 bytes at a time, when the copies fit the
 /// budget (Conv2dParams::workspace_limit_bytes, else kcnn::workspace_limit()); otherwise
-/// they run the NCHW kernel on x as it is. y is written in place either way, and the
-/// results are the same up to the order of the sums.
+/// they run the NCHW kernel on x as it is. 16-bit NCHW calls on Hopper's TMA kernel also
+/// write a packed channels-last copy of y in the workspace, then move it into y (where
+/// that copy does not fit the budget, the NHWC kernel writes y directly). The results are
+/// the same up to the order of the sums.
 ///
 /// params.math (MathMode) is the precision the call may give up: TF32 and TF32x3 need
 /// float tensors (double tensors with them throw kcnn::Error); the algorithms without

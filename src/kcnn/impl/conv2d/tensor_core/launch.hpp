@@ -93,6 +93,10 @@ struct ChannelsLastStaging {
   std::int64_t copy_teams() const { return N * copy_channel_tiles() * copy_pixel_tiles(); }
   /// Whether the x copy's team count fits a launch.
   bool fits_launch() const { return copy_teams() <= std::numeric_limits<int>::max(); }
+  /// Whether x moves by ChannelsLastTranspose16 (16-bit, channels_last_transpose16_fits).
+  bool copy_16_bytes() const {
+    return sizeof(T) == 2 && channels_last_transpose16_fits(N, C, H, W);
+  }
 
   /// The NHWC kernel's operands for NCHW operands `o`: x (and w if copied) are set by run.
   template <class Y>
@@ -122,15 +126,28 @@ struct ChannelsLastStaging {
     using Copy = ChannelsLastCopy<T, ExecSpace>;
     static_assert(Copy::tile == copy_tile, "one tile for the copy and its team count");
     T* const x_copy = reinterpret_cast<T*>(base);
-    const Copy copy{x, xs, x_copy, C, H, W, copy_channel_tiles(), copy_pixel_tiles()};
-    // copy_teams() fits int: the caller checked fits_launch.
-    Kokkos::parallel_for(
-        "kcnn::conv2d::tensor_core::x_channels_last",
-        Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(copy_teams()), Copy::threads)
-            .set_scratch_size(0, Kokkos::PerTeam(Copy::scratch_bytes())),
-        copy);
+    // copy_teams() fits int (the caller checked fits_launch), and the 16-bit copy's
+    // teams are fewer (tiles of 64).
+    bool copied = false;
+    if constexpr (sizeof(T) == 2) {
+      if (copy_16_bytes()) {
+        channels_last_transpose16<true>(space, x, x_copy, xs, N, C, H, W);
+        copied = true;
+      }
+    }
+    if (!copied) {
+      const Copy copy{x, xs, x_copy, C, H, W, copy_channel_tiles(), copy_pixel_tiles()};
+      Kokkos::parallel_for(
+          "kcnn::conv2d::tensor_core::x_channels_last",
+          Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(copy_teams()), Copy::threads)
+              .set_scratch_size(0, Kokkos::PerTeam(Copy::scratch_bytes())),
+          copy);
+    }
     o.x = x_copy;
     if (copy_w) {
+      // (Element by element: w is small beside x, and its R*S taps are too few pixels for
+      // ChannelsLastTranspose16's tiles of 64; through it, the 512-channel ResNet layer's
+      // NCHW call took 0.126 ms against 0.099: H200, session 27.)
       T* const w_copy = reinterpret_cast<T*>(base + x_bytes());
       Kokkos::parallel_for(
           "kcnn::conv2d::tensor_core::w_channels_last",
@@ -403,22 +420,26 @@ std::size_t tensor_core_launch_channel_runs(const ExecSpace& space,
 
 /// Whether NHWC operands `o` that run channels (tensor_core_runs_channels) are within the
 /// TMA kernel's reach (tma_kernel.hpp): y of T packed NHWC (its tensor map is the J x M
-/// matrix) with M a multiple of 8 (rows of 16-byte multiples) and 16-byte aligned, and
+/// matrix; `y_staged`: an NCHW call's result, written to a packed copy in the workspace
+/// and moved into y by ChannelsLastTranspose16) with M a multiple of 8 (rows of 16-byte
+/// multiples) and 16-byte aligned, and
 /// the tensor maps' ranges: strides up to 8, the window-origin box's corners (-pad,
 /// pad - (R - 1) * dilation) within [-128, 127], output pixels and extents within 32 bits,
 /// x's strides within 2^40 bytes; and a driver that encodes tensor maps (CUDA 12 and
 /// later).
 template <class T, class Y>
 bool tensor_core_tma_problem_fits(const ImplicitGemmOperands<Layout::NHWC, T, Y>& o,
-                                  const Conv2dProblem& pb) {
+                                  const Conv2dProblem& pb, bool y_staged = false) {
   if constexpr (!std::is_same_v<T, Y> || !is_16bit_storage_v<T>) {
-    (void)o, (void)pb;
+    (void)o, (void)pb, (void)y_staged;
     return false;
   } else {
     const UnrollMap<Layout::NHWC>& m = o.map;
-    const bool y_packed = o.M % 8 == 0 && o.ys.c == 1 && o.ys.w == o.M && o.ys.h == m.Q * o.M &&
-                          o.ys.n == m.P * m.Q * o.M &&
-                          reinterpret_cast<std::uintptr_t>(o.y) % 16 == 0;
+    const bool y_packed =
+        o.M % 8 == 0 && (y_staged ? channels_last_transpose16_fits(pb.N, o.M, m.P, m.Q)
+                                  : o.ys.c == 1 && o.ys.w == o.M && o.ys.h == m.Q * o.M &&
+                                        o.ys.n == m.P * m.Q * o.M &&
+                                        reinterpret_cast<std::uintptr_t>(o.y) % 16 == 0);
     auto corner = [](std::int64_t v) { return v >= -128 && v <= 127; };
     const bool box = corner(-m.pad_w) && corner(-m.pad_h) &&
                      corner(m.pad_w - (m.S - 1) * m.dilation_w) &&
@@ -435,8 +456,8 @@ bool tensor_core_tma_problem_fits(const ImplicitGemmOperands<Layout::NHWC, T, Y>
 /// sm_90, its speed wgmma).
 template <class T, class Y>
 bool tensor_core_tma_fits(const ImplicitGemmOperands<Layout::NHWC, T, Y>& o,
-                          const Conv2dProblem& pb) {
-  return kBuildHasWgmmaPass && tensor_core_tma_problem_fits(o, pb);
+                          const Conv2dProblem& pb, bool y_staged = false) {
+  return kBuildHasWgmmaPass && tensor_core_tma_problem_fits(o, pb, y_staged);
 }
 
 /// The TMA kernel's tile for operands `o` (measurements: TensorCoreTiles::TmaWideRows):
@@ -471,6 +492,18 @@ TensorCoreTmaTileId tensor_core_tma_tile(const ImplicitGemmOperands<Layout::NHWC
   return TensorCoreTmaTileId::Tall;
 }
 
+/// The TMA kernel's league for `tiles` output tiles (unsplit K): at most the teams
+/// resident at the tile's launch bounds (min_teams_per_sm on every multiprocessor), each
+/// walking tiles league-size apart, so that a team's set-up (its barriers and the tensor
+/// maps' acquire fences, a few microseconds) is paid once rather than per tile: the
+/// stand-alone harness ran the 64-channel ResNet layer's 3,136 tiles of 64 x 64 in 0.0545
+/// ms without those fences and 0.0714 with them, a team per tile (H200, session 27,
+/// perf_tests/data/h200-2026-11-28-s27-harness-acquire.txt).
+template <class Tile, class ExecSpace>
+std::int64_t tensor_core_tma_league(std::int64_t tiles, const ExecSpace& space) {
+  return std::min<std::int64_t>(tiles, multiprocessor_count(space) * Tile::min_teams_per_sm);
+}
+
 /// The TMA kernel's split of K: up to 3 slices where the grid fills at most half the
 /// resident teams' slots (the harness: the 512-channel 7x7 layer's 200 teams of 64 x 64,
 /// 0.0528 ms whole, 0.0411 in 2 slices, 0.0362 in 3, 0.0453 in 4), each slice at least 16
@@ -491,35 +524,63 @@ int tensor_core_tma_k_slices(std::int64_t teams, int steps, std::int64_t multipr
 }
 
 /// The TMA kernel on tile `Tile`: its tensor maps from the instance's TmaDescriptorCache
-/// (encoded on the host, written to the device only when new), the split's partial sums
-/// in the workspace within `limit`; returns the workspace bytes. Also under
-/// LaunchMode::Check the maps are encoded, so that one the driver refuses fails before
+/// (encoded on the host, written to the device only when new), the workspace within
+/// `limit`, [staged copies][y's packed copy][partial sums]; returns its bytes. `staging`
+/// (an NCHW call, tensor_core_launch_nchw): x and w are copied channels-last first, the
+/// kernel writes a packed NHWC copy of y and ChannelsLastTranspose16 moves it into y.
+/// Also under LaunchMode::Check the maps are encoded (the staged copies at a stand-in
+/// address of the workspace's alignment), so that one the driver refuses fails before
 /// anything is enqueued.
 template <class Tile, TensorCoreMath Math, class ExecSpace, class T>
 std::size_t tensor_core_launch_tma_tile(const ExecSpace& space,
-                                        const ImplicitGemmOperands<Layout::NHWC, T, T>& o,
-                                        const Conv2dProblem& pb, std::size_t limit,
-                                        LaunchMode mode) {
+                                        ImplicitGemmOperands<Layout::NHWC, T, T> o,
+                                        const Conv2dProblem& pb, std::size_t limit, LaunchMode mode,
+                                        const ChannelsLastStaging<T>* staging) {
   using Kernel = TensorCoreTmaKernel<Tile, Math, ExecSpace, false>;
   using SplitKernel = TensorCoreTmaKernel<Tile, Math, ExecSpace, true>;
   using Policy = BoundedTeamPolicy<ExecSpace, Tile::threads, Tile::min_teams_per_sm>;
   using Rows = TensorCoreScratchRows<T, Tile::row_bytes>;
   constexpr const char* op = "kcnn::conv2d_forward";
+  const std::size_t staged_bytes = staging ? staging->bytes() : 0;
+  const std::size_t y_copy_bytes = staging ? align_up(sizeof(T) * std::size_t(o.J * o.M)) : 0;
+  throw_if(staged_bytes + y_copy_bytes > limit, op, kTensorCoreAlgoName,
+           ": the channels-last copies of x, w and y take ", staged_bytes + y_copy_bytes,
+           " bytes of workspace, more than the limit of ", limit,
+           " (Conv2dParams::workspace_limit_bytes, kcnn::set_workspace_limit)");
   const std::int64_t teams = tensor_core_tma_teams<Tile>(o.J, o.M);
   const int steps = o.K / Rows::BK;
-  const int slices =
-      Tile::split_k && teams <= kTmaMostSplitTeams
-          ? tensor_core_tma_k_slices<Tile>(teams, steps, multiprocessor_count(space), limit)
-          : 1;
+  const int slices = Tile::split_k && teams <= kTmaMostSplitTeams
+                         ? tensor_core_tma_k_slices<Tile>(teams, steps, multiprocessor_count(space),
+                                                          limit - staged_bytes - y_copy_bytes)
+                         : 1;
   const int per_slice = (steps + slices - 1) / slices;
   const int k_slices = (steps + per_slice - 1) / per_slice;  // none empty
-  const std::size_t bytes =
+  const std::size_t partial_bytes =
       k_slices > 1 ? std::size_t(teams) * k_slices * Tile::BP * Tile::BF * sizeof(float) : 0;
+  const std::size_t bytes = staged_bytes + y_copy_bytes + partial_bytes;
   throw_if(teams * k_slices > std::numeric_limits<int>::max(), op, kTensorCoreAlgoName, ": ",
            teams * k_slices, " tiles exceed the launch limit; split the batch");
   throw_if(Kernel::scratch_bytes() > static_cast<std::size_t>(Policy::scratch_size_max(0)), op,
            "internal: ", kTensorCoreAlgoName, " tile needs ", Kernel::scratch_bytes(),
            " bytes of team scratch, more than the backend's ", Policy::scratch_size_max(0));
+
+  // The workspace (held until every kernel of the call is enqueued: another call on this
+  // instance may not take it first); under Check, a stand-in address for the copies.
+  std::optional<typename WorkspaceCache<ExecSpace>::Lease> work;
+  if (mode == LaunchMode::Run && bytes > 0)
+    work.emplace(WorkspaceCache<ExecSpace>::acquire(space, bytes));
+  unsigned char* const base =
+      work ? work->data() : reinterpret_cast<unsigned char*>(std::uintptr_t(kScratchAlign));
+  T* y_copy = nullptr;
+  if (staging) {
+    y_copy = reinterpret_cast<T*>(base + staged_bytes);
+    if (mode == LaunchMode::Run) {
+      staging->run(space, base, o);
+    } else {  // where run will put them
+      o.x = reinterpret_cast<const T*>(base);
+      if (staging->copy_w) o.w = reinterpret_cast<const T*>(base + staging->x_bytes());
+    }
+  }
 
   constexpr bool bf16 = Math == TensorCoreMath::BF16;
   constexpr TmaSwizzle rows = Tile::row_bytes == 128 ? TmaSwizzle::Bytes128 : TmaSwizzle::Bytes64;
@@ -537,19 +598,15 @@ std::size_t tensor_core_launch_tma_tile(const ExecSpace& space,
                                    int(m.stride_h), Rows::BK, Tile::BP, rows) &&
       tma_encode_matrix<bf16>(maps[1], o.w, std::uint64_t(o.M), std::uint64_t(o.K),
                               sizeof(T) * std::uint64_t(o.K), Tile::BF, Rows::BK, rows) &&
-      tma_encode_matrix<bf16>(maps[2], o.y, std::uint64_t(o.J), std::uint64_t(o.M),
-                              sizeof(T) * std::uint64_t(o.M), Tile::BP, 64, TmaSwizzle::Bytes128);
+      tma_encode_matrix<bf16>(maps[2], staging ? y_copy : o.y, std::uint64_t(o.J),
+                              std::uint64_t(o.M), sizeof(T) * std::uint64_t(o.M), Tile::BP, 64,
+                              TmaSwizzle::Bytes128);
   throw_if(!encoded, op, "internal: ", kTensorCoreAlgoName,
            ": the CUDA driver refused a tensor map of this problem");
   if (mode == LaunchMode::Check) return bytes;
 
-  // The workspace only for a split's partial sums; the maps' lease is held until both
-  // kernels are enqueued (another call on this instance may not rewrite the entry first).
-  std::optional<typename WorkspaceCache<ExecSpace>::Lease> work;
-  if (bytes > 0) work.emplace(WorkspaceCache<ExecSpace>::acquire(space, bytes));
   TmaDescriptorCache<ExecSpace> cache(space);
   const auto entry = cache.find_or_insert(maps);
-
   TensorCoreTmaGeometry geo;
   geo.M = o.M, geo.C = int(m.C), geo.S = int(m.S);
   geo.Q = int(m.Q), geo.PQ = int(m.P * m.Q);
@@ -558,20 +615,32 @@ std::size_t tensor_core_launch_tma_tile(const ExecSpace& space,
   geo.dilation_h = int(m.dilation_h), geo.dilation_w = int(m.dilation_w);
   geo.steps = steps;
   const int f_blocks = static_cast<int>((o.M + Tile::BF - 1) / Tile::BF);
-  Policy policy(space, static_cast<int>(teams * k_slices), Tile::threads);
-  policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes()));
+  bool launched = false;
   if constexpr (Tile::split_k) {
-    if (k_slices > 1) {
-      Kokkos::parallel_for(
-          "kcnn::conv2d::tensor_core_tma", policy,
-          SplitKernel{entry.maps, o.bias, o.activation, geo, f_blocks, k_slices, per_slice,
-                      reinterpret_cast<float*>(work->data()), entry.counters});
-      return bytes;
+    if (k_slices > 1) {  // a team per (tile, slice): the split's grids are small
+      Policy policy(space, static_cast<int>(teams * k_slices), Tile::threads);
+      policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes()));
+      SplitKernel kernel{entry.maps, o.bias, o.activation, geo, f_blocks, k_slices, per_slice};
+      kernel.tiles = static_cast<int>(teams);
+      kernel.partial = reinterpret_cast<float*>(base + staged_bytes + y_copy_bytes);
+      kernel.counters = entry.counters;
+      Kokkos::parallel_for("kcnn::conv2d::tensor_core_tma", policy, kernel);
+      launched = true;
     }
   }
-  Kokkos::parallel_for(
-      "kcnn::conv2d::tensor_core_tma", policy,
-      Kernel{entry.maps, o.bias, o.activation, geo, f_blocks, 1, steps, nullptr, nullptr});
+  if (!launched) {
+    // At most the teams resident at the tile's launch bounds, each walking tiles
+    // (tensor_core_tma_league).
+    Policy policy(space, static_cast<int>(tensor_core_tma_league<Tile>(teams, space)),
+                  Tile::threads);
+    policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes()));
+    Kernel kernel{entry.maps, o.bias, o.activation, geo, f_blocks, 1, steps};
+    kernel.tiles = static_cast<int>(teams);
+    Kokkos::parallel_for("kcnn::conv2d::tensor_core_tma", policy, kernel);
+  }
+  if (staging)  // y's packed copy into y, through y's strides
+    channels_last_transpose16<false>(space, static_cast<const T*>(y_copy), o.y, o.ys, pb.N, o.M,
+                                     m.P, m.Q);
   return bytes;
 }
 
@@ -579,17 +648,21 @@ std::size_t tensor_core_launch_tma_tile(const ExecSpace& space,
 template <TensorCoreMath Math, class ExecSpace, class T>
 std::size_t tensor_core_launch_tma(const ExecSpace& space,
                                    const ImplicitGemmOperands<Layout::NHWC, T, T>& o,
-                                   const Conv2dProblem& pb, std::size_t limit, LaunchMode mode) {
+                                   const Conv2dProblem& pb, std::size_t limit, LaunchMode mode,
+                                   const ChannelsLastStaging<T>* staging) {
   using Tiles = TensorCoreTiles;
   switch (tensor_core_tma_tile(o, multiprocessor_count(space))) {
     case TensorCoreTmaTileId::Square:
-      return tensor_core_launch_tma_tile<Tiles::TmaSquareTile<T>, Math>(space, o, pb, limit, mode);
+      return tensor_core_launch_tma_tile<Tiles::TmaSquareTile<T>, Math>(space, o, pb, limit, mode,
+                                                                        staging);
     case TensorCoreTmaTileId::WideRows:
-      return tensor_core_launch_tma_tile<Tiles::TmaWideRows<T>, Math>(space, o, pb, limit, mode);
+      return tensor_core_launch_tma_tile<Tiles::TmaWideRows<T>, Math>(space, o, pb, limit, mode,
+                                                                      staging);
     case TensorCoreTmaTileId::Tall:
       break;
   }
-  return tensor_core_launch_tma_tile<Tiles::TmaTallTile<T>, Math>(space, o, pb, limit, mode);
+  return tensor_core_launch_tma_tile<Tiles::TmaTallTile<T>, Math>(space, o, pb, limit, mode,
+                                                                  staging);
 }
 
 /// Launches operands `o` (layout L) under arithmetic Math on its tile.
@@ -615,8 +688,15 @@ std::size_t tensor_core_launch_operands(const ExecSpace& space,
     if constexpr (L == Layout::NHWC) {
       if (tensor_core_runs_channels(o, pb, vec)) {
         if constexpr (std::is_same_v<T, Y>) {
-          if (!staging && tensor_core_tma_fits(o, pb))
-            return tensor_core_launch_tma<math>(space, o, pb, limit, mode);
+          // staged: x and w copied channels-last (w: channel runs copy it) and y from a
+          // packed copy, where the copies fit the workspace (else no copy of y: the
+          // channel-run kernel writes y through its strides)
+          const bool staged_fits =
+              !staging ||
+              (staging->copy_w &&
+               staging->bytes() + align_up(sizeof(T) * std::size_t(o.J * o.M)) <= limit);
+          if (staged_fits && tensor_core_tma_fits(o, pb, staging != nullptr))
+            return tensor_core_launch_tma<math>(space, o, pb, limit, mode, staging);
         }
         return tensor_core_launch_channel_runs<math>(space, o, limit, mode, staging);
       }
@@ -694,7 +774,8 @@ bool tensor_core_fuses_pool(const Conv2dProblem& pb) {
 /// 16-bit tensors the generic one.
 /// Returns the workspace bytes (within pb.workspace_limit_bytes): the few-channel
 /// kernels' weights in fragment order; NCHW's channels-last
-/// copy of x where it is staged (and of w: double, 16-bit channel runs), the packed
+/// copy of x where it is staged (and of w: double, 16-bit channel runs; and of y: the
+/// TMA kernel on Hopper), the packed
 /// weights of float and of 16-bit outside channel runs (M rounded up to the block tile, K
 /// to 16 taps (float) or 32 (16-bit)) and, where K is split, the slices' partial sums
 /// (slices x M x N*P*Q accumulators).

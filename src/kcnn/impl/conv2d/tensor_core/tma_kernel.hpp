@@ -101,28 +101,19 @@ struct TensorCoreTmaKernel {
   TensorCoreTmaGeometry geo;
   int f_blocks;  ///< ceil(M / BF): the league walks the filter blocks fastest (x reuse in L2)
   int k_slices = 1, steps_per_slice = 0;
+  int tiles = 0;             ///< output tiles; the league strides over tiles * k_slices work items
   float* partial = nullptr;  ///< split K: (tile, slice)'s raw sums
   int* counters = nullptr;   ///< split K: slices of each tile done
 
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const int t = team.team_rank();
-    // League rank: (tile * k_slices + slice), tile = pixel block * f_blocks + filter block.
-    const int slice = team.league_rank() % k_slices;
-    const int tile = team.league_rank() / k_slices;
-    const int f0 = (tile % f_blocks) * BF;
-    const int j0 = (tile / f_blocks) * BP;
-    const int n0 = j0 / geo.PQ, pq0 = j0 - n0 * geo.PQ;
-    const int p0 = pq0 / geo.Q, q0 = pq0 - p0 * geo.Q;
-    const int w_origin = q0 * geo.stride_w - geo.pad_w, h_origin = p0 * geo.stride_h - geo.pad_h;
-    const int first_step = slice * steps_per_slice;
-    const int steps =
-        geo.steps - first_step < steps_per_slice ? geo.steps - first_step : steps_per_slice;
-
     unsigned char* const scratch = static_cast<unsigned char*>(
         team.team_scratch(0).get_shmem_aligned(std::size_t(data_bytes) + control_bytes, alignment));
     const std::uint32_t tiles_at = scratch_address(scratch);
     const std::uint32_t full_at = tiles_at + data_bytes;  // barrier of buffer b: + 8 * b
 
+    // Once per team: the barriers, and the tensor maps' acquire fences (a few
+    // microseconds each team: the reason a team walks several tiles).
     if (t == 0) {
       for (int b = 0; b < S; ++b)
         tma_barrier_init(full_at + 8 * b, 1);
@@ -132,9 +123,43 @@ struct TensorCoreTmaKernel {
     }
     team.team_barrier();
 
-    // Stage `step` of this team into buffer step % S (thread 0).
+    // Work items: (tile * k_slices + slice), tile = pixel block * f_blocks + filter
+    // block; the league strides over them. The stages count on across items, so that
+    // each buffer's barrier phases alternate as they did in the item before.
+    const int items = tiles * k_slices;
+    int stages_before = 0;
+    for (int item = team.league_rank(); item < items; item += team.league_size()) {
+      const int slice = item % k_slices;
+      const int tile = item / k_slices;
+      const int first_step = slice * steps_per_slice;
+      const int steps =
+          geo.steps - first_step < steps_per_slice ? geo.steps - first_step : steps_per_slice;
+      run_item(team, tile, slice, first_step, steps, stages_before, scratch, tiles_at, full_at);
+      stages_before += steps;
+    }
+
+    team.team_barrier();  // every warp is past its last barrier wait
+    if (t == 0)
+      for (int b = 0; b < S; ++b)
+        tma_barrier_invalidate(full_at + 8 * b);  // (a block may run another team next)
+  }
+
+  /// One tile (its K slice `slice`, stages first_step.. of K, `steps` of them): the
+  /// pipeline, the split's fix-up and the epilogue. `stages_before`: the stages this
+  /// team's earlier items ran through the buffers.
+  KOKKOS_INLINE_FUNCTION void run_item(const member_type& team, int tile, int slice, int first_step,
+                                       int steps, int stages_before, unsigned char* scratch,
+                                       std::uint32_t tiles_at, std::uint32_t full_at) const {
+    const int t = team.team_rank();
+    const int f0 = (tile % f_blocks) * BF;
+    const int j0 = (tile / f_blocks) * BP;
+    const int n0 = j0 / geo.PQ, pq0 = j0 - n0 * geo.PQ;
+    const int p0 = pq0 / geo.Q, q0 = pq0 - p0 * geo.Q;
+    const int w_origin = q0 * geo.stride_w - geo.pad_w, h_origin = p0 * geo.stride_h - geo.pad_h;
+
+    // Stage `step` of this item into its buffer (thread 0).
     auto issue = [&](int step) {
-      const int buffer = step % S;
+      const int buffer = (stages_before + step) % S;
       const std::uint32_t at = tiles_at + buffer * stage_bytes;
       const std::uint32_t bar = full_at + 8 * buffer;
       const int k0 = (first_step + step) * BK;
@@ -146,6 +171,8 @@ struct TensorCoreTmaKernel {
                          static_cast<std::uint16_t>(r * geo.dilation_h));
       tma_load_tile_2d(at + x_tile_bytes, maps + 1, bar, k0, f0);
     };
+    // (The previous item's output tile, staged in these buffers, has been read by its
+    // TMA store: thread 0 waited for that before returning.)
     if (t == 0)
       for (int step = 0; step < S && step < steps; ++step)
         issue(step);
@@ -164,8 +191,9 @@ struct TensorCoreTmaKernel {
     const MmaSyncLaneRows<Rows, KS> lanes(16 * warp, 0, lane);
 #endif
     for (int step = 0; step < steps; ++step) {
-      const int buffer = step % S;
-      tma_barrier_wait(full_at + 8 * buffer, (step / S) & 1);
+      const int stage = stages_before + step;
+      const int buffer = stage % S;
+      tma_barrier_wait(full_at + 8 * buffer, (stage / S) & 1);
       const std::uint32_t x_stage = tiles_at + buffer * stage_bytes;
       const std::uint32_t w_stage = x_stage + x_tile_bytes;
 #if defined(KCNN_ARCH_WGMMA)
@@ -194,14 +222,13 @@ struct TensorCoreTmaKernel {
       reconverge_warp();
     }
     wgmma_wait<0>();
-    team.team_barrier();  // every warp is done with the operand tiles and their barriers
-    if (t == 0)
-      for (int b = 0; b < S; ++b)
-        tma_barrier_invalidate(full_at + 8 * b);  // (a block may run another team next)
+    team.team_barrier();  // every warp is done with the operand tiles
 
     if constexpr (SplitK) {
       int* const arrived = reinterpret_cast<int*>(scratch + data_bytes + 8 * S);
       if (!fix_up_split(acc, slice, tile, t, arrived, team)) return;
+    } else {
+      (void)slice;
     }
     if constexpr (BF == 128) {
       // 128 accumulators leave no registers for Sigmoid's and Tanh's expansions (ptxas
@@ -248,8 +275,8 @@ struct TensorCoreTmaKernel {
       float e[4];
     };
     constexpr int quads = MI * NI;  // per thread
-    Quad* const mine =
-        reinterpret_cast<Quad*>(partial) + std::int64_t(team.league_rank()) * quads * threads + t;
+    Quad* const mine = reinterpret_cast<Quad*>(partial) +
+                       (std::int64_t(tile) * k_slices + slice) * quads * threads + t;
     KCNN_DEVICE_UNROLL
     for (int mi = 0; mi < MI; ++mi)
       KCNN_DEVICE_UNROLL
