@@ -7,6 +7,9 @@
 // tensor maps live in global memory (as they would behind a Kokkos functor, which cannot take
 // a __grid_constant__ parameter). Checked against a float reference of the same bf16 inputs.
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -o h s26-tma-im2col-harness.cu
+// Session 27: -DHARNESS_ACQUIRE adds the fences kcnn's kernel needs and this harness skipped
+// (fence.proxy.tensormap::generic.acquire on each map, once per block: the CUDA guide requires
+// it for maps in global memory); LAYER=c512_7 (a name below) runs one layer.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -17,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #define CK(x)                                                                             \
@@ -206,6 +210,14 @@ __global__ void __launch_bounds__(Cfg<BP, BF, WG, STAGES, ROWB>::threads, MINB)
       bar_init(empty0 + 8 * s, WG);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#ifdef HARNESS_ACQUIRE
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(maps.x)
+                 : "memory");
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(maps.w)
+                 : "memory");
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(maps.y)
+                 : "memory");
+#endif
   }
   __syncthreads();
 
@@ -528,6 +540,7 @@ int main(int argc, char** argv) {
       {"s3_c32", {3, 32, 17, 19, 128, 3, 3, 6, 7, 3, 1}},
   };
   for (auto& l : layers) {
+    if (std::getenv("LAYER") && std::string(std::getenv("LAYER")) != l.name) continue;
     const Geo g = l.g;
     const long long xs = (long long)g.N * g.H * g.W * g.C, ws = (long long)g.M * g.R * g.S * g.C;
     const long long ys = (long long)g.N * g.P * g.Q * g.M;

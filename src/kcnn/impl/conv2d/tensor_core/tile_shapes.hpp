@@ -308,6 +308,11 @@ struct TensorCoreTiles {
   /// wave. In kcnn on the H100 (kcnn_perf, one call with PyTorch, perf_tests/RESULTS.md,
   /// session 26) these take 0.088 / 0.055 / 0.058 / 0.055 ms a call, the kernels alone
   /// (ncu, base clocks) 82-85 us on the 64-channel layer and 50-52 on the 512-channel one.
+  /// The harness skipped the tensor maps' per-block acquire fences that kcnn's kernel
+  /// needs; with them its 64 x 64 tile took 0.0714 ms on the 64-channel layer (session 27,
+  /// data/h200-2026-11-28-s27-harness-acquire.txt), hence kcnn's teams walking tiles
+  /// (tensor_core_tma_league): on the H200 0.072 / 0.058 / 0.058 / 0.057 ms a call, the
+  /// kernels alone 58.8 us (64 channels) and 42.4 us (512; the harness's 32.8) by ncu.
   template <class T>
   using TmaWideRows = TensorCoreTmaTile<T, 64, 64, 128, 2, 5>;
   template <class T>
