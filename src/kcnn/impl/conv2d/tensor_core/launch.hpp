@@ -464,8 +464,11 @@ bool tensor_core_tma_fits(const ImplicitGemmOperands<Layout::NHWC, T, Y>& o,
 /// the 128 x 128 tile where M > 64, the activation is Identity or ReLU (its registers
 /// have no room for the others', tma_kernel.hpp) and its grid fills 90% of a wave (teams
 /// resident at its launch bounds on every multiprocessor); else 128-byte rows (C a multiple of 64)
-/// where the reduction takes at most 9 of their stages or the 128 x 64 tile's grid takes
-/// more than a wave; else the 128 x 64 tile.
+/// where the reduction takes at most 9 of their stages, or the 128 x 64 tile's grid takes
+/// more than a wave, or at most half of one (K then splits: the harness ran both tiles'
+/// splits alike, 0.0368 / 0.0362 ms on the 512-channel layer, but in kcnn the 128 x 64
+/// split kernel spills at its 128 registers and the 64 x 64 one does not, ptxas, session
+/// 27); else the 128 x 64 tile.
 enum class TensorCoreTmaTileId { WideRows, Tall, Square };
 
 template <class Tile>
@@ -485,9 +488,11 @@ TensorCoreTmaTileId tensor_core_tma_tile(const ImplicitGemmOperands<Layout::NHWC
       10 * tensor_core_tma_teams<Square>(o.J, o.M) >=
           9 * multiprocessors * Square::min_teams_per_sm)
     return TensorCoreTmaTileId::Square;
+  const std::int64_t tall_teams = tensor_core_tma_teams<Tall>(o.J, o.M);
+  const std::int64_t tall_slots = multiprocessors * Tall::min_teams_per_sm;
   if (o.map.C % TensorCoreScratchRows<T, Wide::row_bytes>::BK == 0 &&
-      (o.K <= 9 * TensorCoreScratchRows<T, Wide::row_bytes>::BK ||
-       tensor_core_tma_teams<Tall>(o.J, o.M) > multiprocessors * Tall::min_teams_per_sm))
+      (o.K <= 9 * TensorCoreScratchRows<T, Wide::row_bytes>::BK || tall_teams > tall_slots ||
+       2 * tall_teams <= tall_slots))
     return TensorCoreTmaTileId::WideRows;
   return TensorCoreTmaTileId::Tall;
 }
