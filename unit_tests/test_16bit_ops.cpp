@@ -293,13 +293,12 @@ TEST(Conv2d16Bit, HalfTensorCoreGemmOnTheTileEdges) {
   run_tensor_core_cases<Kokkos::Experimental::half_t>();
 }
 
-/// The channel-run kernel on tile `Tile`, launched directly, on NHWC case c (C a multiple
-/// of 32): within the bound of check_conv.
-template <class T, class Tile>
-void check_channel_run_tile(const ConvCase& c) {
+/// NHWC case c through `launch(space, operands, problem)`, a kernel launched directly
+/// (not through conv2d_forward), into a poisoned y: within the bound of check_conv.
+template <class T, class Launch>
+void check_direct_nhwc_launch(const ConvCase& c, const Launch& launch) {
   namespace I = kcnn::Impl;
   using Space = Kokkos::DefaultExecutionSpace;
-  SCOPED_TRACE(type_name<T>() + " " + c.name);
   const Space space;
   const RandomConvInputs<T, Space> in(c);
   const auto xv = to_host(in.x), wv = to_host(in.w), bv = to_host(in.bias);
@@ -309,13 +308,26 @@ void check_channel_run_tile(const ConvCase& c) {
   const auto pb = I::make_conv2d_problem("test", in.x, in.w, in.bias, y, c.params());
   const auto o = I::implicit_gemm_operands<kcnn::Layout::NHWC>(
       I::as_kernel_view<Space, false>(in.x), I::as_kernel_view<Space, false>(in.w),
-      I::as_kernel_view<Space, false>(in.bias), I::as_kernel_view<Space, true>(y), pb);
-  I::tensor_core_launch_channel_runs_tile<Tile, I::tensor_core_16bit_math_v<T>>(
-      space, o, pb.workspace_limit_bytes, I::LaunchMode::Run,
-      static_cast<const I::ChannelsLastStaging<T>*>(nullptr));
+      c.bias ? I::as_kernel_view<Space, false>(in.bias)
+             : decltype(I::as_kernel_view<Space, false>(in.bias)){},
+      I::as_kernel_view<Space, true>(y), pb);
+  launch(space, o, pb);
   space.fence();
   expect_within_16bit_bound<T>(to_host(y), host_conv2d(c, xv, wv, bv), conv_scale(c, xv, wv, bv),
                                double(c.C) * c.R * c.S);
+}
+
+/// The channel-run kernel on tile `Tile`, launched directly, on NHWC case c (C a multiple
+/// of 32).
+template <class T, class Tile>
+void check_channel_run_tile(const ConvCase& c) {
+  namespace I = kcnn::Impl;
+  SCOPED_TRACE(type_name<T>() + " " + c.name);
+  check_direct_nhwc_launch<T>(c, [](const auto& space, const auto& o, const auto& pb) {
+    I::tensor_core_launch_channel_runs_tile<Tile, I::tensor_core_16bit_math_v<T>>(
+        space, o, pb.workspace_limit_bytes, I::LaunchMode::Run,
+        static_cast<const I::ChannelsLastStaging<T>*>(nullptr));
+  });
 }
 
 /// The channel-run kernel's tiles that conv2d_forward does not reach in this build: the
@@ -362,33 +374,18 @@ TEST(Conv2d16Bit, HalfChannelRunTilesMatchTheReference) {
 }
 
 /// The TMA kernel on tile `Tile`, launched directly, on NHWC case c (C a multiple of the
-/// tile's stage, M a multiple of 8): within the bound of check_conv. Returns the K slices
-/// it ran (the workspace holds partial sums only when K is split).
+/// tile's stage, M a multiple of 8).
 template <class T, class Tile>
 void check_tma_tile(const ConvCase& c) {
   namespace I = kcnn::Impl;
-  using Space = Kokkos::DefaultExecutionSpace;
   SCOPED_TRACE(type_name<T>() + " " + c.name + " BP " + std::to_string(Tile::BP) + " BF " +
                std::to_string(Tile::BF) + " rows " + std::to_string(Tile::row_bytes));
-  const Space space;
-  const RandomConvInputs<T, Space> in(c);
-  const auto xv = to_host(in.x), wv = to_host(in.w), bv = to_host(in.bias);
-  const auto ye = c.y_extents();
-  Tensor4<T, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
-  poison(y);
-  auto pb = I::make_conv2d_problem("test", in.x, in.w, in.bias, y, c.params());
-  const auto o = I::implicit_gemm_operands<kcnn::Layout::NHWC>(
-      I::as_kernel_view<Space, false>(in.x), I::as_kernel_view<Space, false>(in.w),
-      c.bias ? I::as_kernel_view<Space, false>(in.bias)
-             : decltype(I::as_kernel_view<Space, false>(in.bias)){},
-      I::as_kernel_view<Space, true>(y), pb);
-  ASSERT_TRUE(I::tensor_core_tma_problem_fits(o, pb));
-  I::tensor_core_launch_tma_tile<Tile, I::tensor_core_16bit_math_v<T>>(
-      space, o, pb, pb.workspace_limit_bytes, I::LaunchMode::Run,
-      static_cast<const I::ChannelsLastStaging<T>*>(nullptr));
-  space.fence();
-  expect_within_16bit_bound<T>(to_host(y), host_conv2d(c, xv, wv, bv), conv_scale(c, xv, wv, bv),
-                               double(c.C) * c.R * c.S);
+  check_direct_nhwc_launch<T>(c, [](const auto& space, const auto& o, const auto& pb) {
+    ASSERT_TRUE(I::tensor_core_tma_problem_fits(o, pb));
+    I::tensor_core_launch_tma_tile<Tile, I::tensor_core_16bit_math_v<T>>(
+        space, o, pb, pb.workspace_limit_bytes, I::LaunchMode::Run,
+        static_cast<const I::ChannelsLastStaging<T>*>(nullptr));
+  });
 }
 
 /// The TMA kernel's three tiles (tma_kernel.hpp) on odd shapes: batch 1, prime extents,
