@@ -2,8 +2,9 @@
 // Inputs at the edges of the integer types, each one a failure the fuzz target
 // (unit_tests/fuzz) found: Views whose extents multiply past 2^63, strides, padding and
 // dilations near INT_MAX, pooling windows of 2^31 cells or more, pooling over an input
-// without rows, and the weight gradient of an empty batch with a huge output. Every call
-// either throws kcnn::Error with its output untouched or matches the double reference.
+// without rows, the weight gradient of an empty batch with a huge output, and the data
+// gradient of images without columns. Every call either throws kcnn::Error with its
+// output untouched or matches the double reference.
 #include "test_support.hpp"
 
 #include <climits>
@@ -222,6 +223,32 @@ TEST(ExtremeInputs, WeightGradientOfAnEmptyBatchWithAHugeOutput) {
     EXPECT_EQ(v, 0.0);
   for (double v : to_host(db))
     EXPECT_EQ(v, 0.0);
+}
+
+// The data gradient and col2im of images without columns (W = 0) but with 2^31 - 1
+// rows: nothing to write, yet the host col2im walked its N*H rows (the fuzzer's timeout:
+// minutes for one call). A stride of INT_MAX and pad_w = 1 keep the output at 1 x 1.
+TEST(ExtremeInputs, GradientsOfImagesWithoutColumnsReturnAtOnce) {
+  kcnn::Conv2dParams params;
+  params.stride_h = params.stride_w = INT_MAX;
+  params.pad_w = 1;
+  constexpr int H = INT_MAX;
+  for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+    SCOPED_TRACE(kcnn::to_string(layout));
+    params.layout = layout;
+    const bool nchw = layout == Layout::NCHW;
+    T4 dx = nchw ? T4("dx", 2, 3, H, 0) : T4("dx", 2, H, 0, 3);
+    const T4 w = make_tensor<float, Space>(
+        "w", nchw ? std::array{4, 3, 1, 1} : std::array{4, 1, 1, 3}, random_values(12, 1));
+    const T4 dy = make_tensor<float, Space>(
+        "dy", nchw ? std::array{2, 4, 1, 1} : std::array{2, 1, 1, 4}, random_values(8, 2));
+    kcnn::conv2d_backward_data(Space(), dy, w, dx, params);
+    // The unrolled matrix of a 1 x 1 window over the two images' 1 x 1 outputs.
+    const Kokkos::View<float**, Kokkos::LayoutRight, Space::memory_space> cols("cols", nchw ? 3 : 2,
+                                                                               nchw ? 2 : 3);
+    kcnn::col2im(Space(), cols, 1, 1, params, dx);
+    Space().fence();
+  }
 }
 
 }  // namespace

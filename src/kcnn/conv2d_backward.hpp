@@ -44,8 +44,8 @@ namespace kcnn {
 /// double, half_t or kcnn::bfloat16 (the same for all; inputs may be const; 16-bit
 /// tensors: float GEMMs on float copies, dx rounded once), are contiguous (LayoutRight or
 /// LayoutLeft) and accessible from `ExecSpace`; dx must not overlap dy or w. Scratch:
-/// the cached workspace of kcnn/workspace.hpp, within the budget. N = 0 is a no-op; M = 0
-/// gives dx = 0.
+/// the cached workspace of kcnn/workspace.hpp, within the budget. An empty dx (N, C, H or
+/// W = 0) is a no-op; M = 0 gives dx = 0.
 /// \throws kcnn::Error, before anything is written, on every condition conv2d_forward
 ///         rejects (with dx in x's role, dy in y's), on a non-Identity activation or a
 ///         pool, when the workspace limit cannot hold one image's unrolled matrix, and when a
@@ -67,7 +67,9 @@ void conv2d_backward_data(const ExecSpace& space, const DYView& dy, const WView&
   Impl::check_no_overlap(op, "dx", dx, "w", w);
 
   Impl::ProfilingRegion region(op);
-  if (pb.N == 0) return;
+  // Nothing to write. Checked before any loop: with W = 0 the rows (n, h) still number
+  // N*H, which can be 2^32 (the fuzzer's finding).
+  if (pb.input_size() == 0) return;
   const auto dxk = Impl::as_kernel_view<ExecSpace, true>(dx);
   if (pb.M == 0) {  // no filters: y does not depend on x
     Impl::zero_fill<ExecSpace, T>(space, dxk);
