@@ -44,6 +44,15 @@ constexpr HostIsa build_host_isa() {
 #endif
 }
 
+/// Whether HostVector<float|double> are the intrinsics below (AVX-512 or AVX2 + FMA, not
+/// in nvcc or hipcc units) rather than the portable fallback.
+inline constexpr bool kHostVectorIntrinsics =
+#if defined(KCNN_HOST_VECTOR_INTRINSICS)
+    true;
+#else
+    false;
+#endif
+
 /// Vector registers of the host ISA: what a register block may hold (accumulators,
 /// operands and the broadcast value).
 inline constexpr int kHostVectorRegisters =
@@ -74,10 +83,12 @@ struct HostVectorGeneric {
       v.e[i] = p[i];
     return v;
   }
+  static type load_unaligned(const T* p) { return load(p); }
   static void store(T* p, const type& v) {
     for (int i = 0; i < lanes; ++i)
       p[i] = v.e[i];
   }
+  static void store_unaligned(T* p, const type& v) { store(p, v); }
   static type broadcast(const T* p) {
     type v;
     const T s = *p;
@@ -97,10 +108,10 @@ struct HostVectorGeneric {
 };
 
 /// HostVector<T>: T = float or double. `load` / `store` need `alignment`-byte aligned
-/// addresses. `keep_in_register(v)` makes a loaded value opaque to the compiler, so that
-/// it stays in one register instead of being folded back into every FMA that reads it:
-/// GCC 12 folded a micro-kernel's weight vector into its 3 FMAs (AVX2, 4 x 3 block), 15
-/// loads per 12 FMAs instead of 7, and the load ports, not the FMA units, set the pace.
+/// addresses, `load_unaligned` / `store_unaligned` any. `keep_in_register(v)` makes a loaded value
+/// opaque to the compiler, so that it stays in one register instead of being folded back into every
+/// FMA that reads it: GCC 12 folded a micro-kernel's weight vector into its 3 FMAs (AVX2, 4 x 3
+/// block), 15 loads per 12 FMAs instead of 7, and the load ports, not the FMA units, set the pace.
 template <class T>
 struct HostVector : HostVectorGeneric<T> {};
 
@@ -112,7 +123,9 @@ struct HostVector<float> {
   using type = __m512;
   static type zero() { return _mm512_setzero_ps(); }
   static type load(const float* p) { return _mm512_load_ps(p); }
+  static type load_unaligned(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, type v) { _mm512_store_ps(p, v); }
+  static void store_unaligned(float* p, type v) { _mm512_storeu_ps(p, v); }
   static type broadcast(const float* p) { return _mm512_set1_ps(*p); }
   static type fma(type a, type b, type c) { return _mm512_fmadd_ps(a, b, c); }
   static void keep_in_register(type& v) { asm("" : "+v"(v)); }
@@ -124,7 +137,9 @@ struct HostVector<double> {
   using type = __m512d;
   static type zero() { return _mm512_setzero_pd(); }
   static type load(const double* p) { return _mm512_load_pd(p); }
+  static type load_unaligned(const double* p) { return _mm512_loadu_pd(p); }
   static void store(double* p, type v) { _mm512_store_pd(p, v); }
+  static void store_unaligned(double* p, type v) { _mm512_storeu_pd(p, v); }
   static type broadcast(const double* p) { return _mm512_set1_pd(*p); }
   static type fma(type a, type b, type c) { return _mm512_fmadd_pd(a, b, c); }
   static void keep_in_register(type& v) { asm("" : "+v"(v)); }
@@ -137,7 +152,9 @@ struct HostVector<float> {
   using type = __m256;
   static type zero() { return _mm256_setzero_ps(); }
   static type load(const float* p) { return _mm256_load_ps(p); }
+  static type load_unaligned(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, type v) { _mm256_store_ps(p, v); }
+  static void store_unaligned(float* p, type v) { _mm256_storeu_ps(p, v); }
   static type broadcast(const float* p) { return _mm256_broadcast_ss(p); }
   static type fma(type a, type b, type c) { return _mm256_fmadd_ps(a, b, c); }
   static void keep_in_register(type& v) { asm("" : "+x"(v)); }
@@ -149,7 +166,9 @@ struct HostVector<double> {
   using type = __m256d;
   static type zero() { return _mm256_setzero_pd(); }
   static type load(const double* p) { return _mm256_load_pd(p); }
+  static type load_unaligned(const double* p) { return _mm256_loadu_pd(p); }
   static void store(double* p, type v) { _mm256_store_pd(p, v); }
+  static void store_unaligned(double* p, type v) { _mm256_storeu_pd(p, v); }
   static type broadcast(const double* p) { return _mm256_broadcast_sd(p); }
   static type fma(type a, type b, type c) { return _mm256_fmadd_pd(a, b, c); }
   static void keep_in_register(type& v) { asm("" : "+x"(v)); }

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "../../arch/device_traits.hpp"
+#include "../../arch/host_simd.hpp"
 #include "../../common/index_math.hpp"
 #include "../../common/problem.hpp"
 #include "../../epilogue/pool_window.hpp"
@@ -33,14 +34,48 @@ struct TiledMicroTile {
 /// BM follows M: LeNet's C1 has M = 4 (BM = 4 wastes nothing), layers with M >= 8 take
 /// BM = 8 so each staged input feeds 8 FMAs.
 ///
-/// CPU (an OpenMP thread walks the tile): BW = 16 floats is one AVX-512 register (two
-/// AVX2 ones); BM x BH = 4 x 2 or 8 x 1 accumulator vectors keep 8 of the 32 vector
-/// registers busy and leave room for the staged input rows.
-template <class ExecSpace>
+/// CPU (an OpenMP thread walks the tile; TiledHostMainloop keeps the micro-tile in
+/// vector registers). float (and 16-bit types, staged as float): BW = one vector of
+/// columns and BM x BH accumulator vectors, half the ISA's vector registers: AVX-512 4 x
+/// 4 or 8 x 2 (x 16), AVX2 4 x 2 or 8 x 1 (x 8). double and builds without the
+/// intrinsics keep the earlier 4 x 2 or 8 x 1 (x 16). Chosen on a 2-core AMD EPYC (Zen
+/// 5; 2026-11-28, session 28), NCHW float, ReLU, LeNet C3 (4 -> 16 channels, 7x7,
+/// 40x40) and C1 (1 -> 4 channels, 7x7, 86x86) at batch 1,000, without and with their
+/// fused max pooling (4x4, 2x2), ms, median of 7 (AVX2: 5) calls, one driver run each,
+/// all with this main loop (runs on this VM vary by up to 20%: compare within a column):
+///
+///   AVX-512            C3     C3 + max4    C1     C1 + max2
+///   8 x 1 x 16       49.9      31.3      33.2      38.3     (before: LargeM)
+///   4 x 2 x 16       92.7      52.3      30.5      34.6     (before: SmallM)
+///   16 x 1 x 16      41.7      28.1      48.2      56.1
+///   8 x 2 x 16       41.9      24.2      26.3      30.9     LargeM
+///   4 x 4 x 16       84.5      48.2      31.1      31.3     SmallM
+///   8 x 1 x 32       44.3      25.0      29.5      37.3
+///   4 x 2 x 32      109        47.9      34.0      38.2
+///
+///   AVX2 (-mno-avx512f)
+///   8 x 1 x 16      99.9      57.8      67.3      60.6     (before: LargeM)
+///   4 x 2 x 16     158.6      82.2      47.3      47.8     (before: SmallM)
+///   8 x 1 x 8       65.9      50.4      46.9      52.8     LargeM
+///   4 x 2 x 8      115.5      76.5      37.5      39.9     SmallM
+///   8 x 2 x 8      105.5      67.7      59.0      62.7
+///   4 x 4 x 8      129.8      82.8      41.8      41.9
+///
+/// (On AVX-512, 8 x 2 x 16 also led C1 unfused, but with M = 4 half its multiply-adds are
+/// zeros; 4 x 4 x 16 computes none and matched it fused, the stack's case.)
+template <class ExecSpace, class Accumulator = float>
 struct TiledMicroTiles {
   static constexpr bool on_host = runs_on_host_v<ExecSpace>;
-  using SmallM = std::conditional_t<on_host, TiledMicroTile<4, 2, 16>, TiledMicroTile<4, 2, 4>>;
-  using LargeM = std::conditional_t<on_host, TiledMicroTile<8, 1, 16>, TiledMicroTile<8, 2, 4>>;
+  static constexpr bool host_float = on_host && sizeof(Accumulator) == 4 && kHostVectorIntrinsics;
+  static constexpr bool host_avx512 = host_float && kHostVectorRegisters == 32;
+  using HostSmallM = std::conditional_t<
+      host_avx512, TiledMicroTile<4, 4, 16>,
+      std::conditional_t<host_float, TiledMicroTile<4, 2, 8>, TiledMicroTile<4, 2, 16>>>;
+  using HostLargeM = std::conditional_t<
+      host_avx512, TiledMicroTile<8, 2, 16>,
+      std::conditional_t<host_float, TiledMicroTile<8, 1, 8>, TiledMicroTile<8, 1, 16>>>;
+  using SmallM = std::conditional_t<on_host, HostSmallM, TiledMicroTile<4, 2, 4>>;
+  using LargeM = std::conditional_t<on_host, HostLargeM, TiledMicroTile<8, 2, 4>>;
 };
 
 /// Team geometry for one problem: how many logical threads along each output

@@ -17,14 +17,14 @@
 namespace kcnn::Impl {
 
 /// The CPU kernel (parameters: see TiledKernelBase): per channel chunk the team stages
-/// (TiledHostStaging), then walks its micro-tiles, accumulating (TiledMainloop) and
+/// (TiledHostStaging), then walks its micro-tiles, accumulating (TiledHostMainloop) and
 /// storing each (TiledHostEpilogue).
 template <Layout L, int KR, int KS, bool Unit, TiledPooling Pooling, class Micro, class ExecSpace,
           class XView, class WView, class BView, class YView>
 struct TiledHostKernel
-    : TiledHostEpilogue<TiledMainloop<TiledHostStaging<TiledKernelBase<
+    : TiledHostEpilogue<TiledHostMainloop<TiledHostStaging<TiledKernelBase<
           L, KR, KS, Unit, Pooling, Micro, ExecSpace, XView, WView, BView, YView>>>> {
-  using Base = TiledHostEpilogue<TiledMainloop<TiledHostStaging<
+  using Base = TiledHostEpilogue<TiledHostMainloop<TiledHostStaging<
       TiledKernelBase<L, KR, KS, Unit, Pooling, Micro, ExecSpace, XView, WView, BView, YView>>>>;
   static_assert(Base::on_host, "TiledHostKernel: a host execution space");
   using Base::accumulate;

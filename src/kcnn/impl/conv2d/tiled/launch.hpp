@@ -216,7 +216,7 @@ std::size_t conv2d_tiled(const ExecSpace& space, const XView& x, const WView& w,
     if (tiled_host_simd_applies<view_scalar_t<XView>>(pb, logical_strides<Layout::NHWC>(x).c))
       return conv2d_tiled_host_simd(space, x, w, bias, y, pb, mode);
   }
-  using Tiles = TiledMicroTiles<ExecSpace>;
+  using Tiles = TiledMicroTiles<ExecSpace, accumulator_t<view_scalar_t<YView>>>;
   const bool unit =
       pb.stride_h == 1 && pb.stride_w == 1 && pb.dilation_h == 1 && pb.dilation_w == 1;
   auto with_micro = [&](auto layout_tag, auto unit_tag) {
