@@ -189,5 +189,44 @@ TEST(Conv2dTiledHostSimd, PackedWeightsStayWithinTheWorkspaceLimit) {
   }
 }
 
+/// Which host kernel Tiled runs for NHWC float: the staged kernel for at most 4 filters at
+/// unit stride and dilation (tiled_host_prefers_staged: the register-blocked kernel's
+/// filter vector would be a quarter full), the register-blocked kernel from 5 filters and
+/// for strided problems; both match the double reference. Host builds only.
+TEST(Conv2dTiledHostSimd, FewFiltersTakeTheStagedKernel) {
+  if constexpr (!std::is_same_v<Kokkos::DefaultExecutionSpace::memory_space, Kokkos::HostSpace>) {
+    GTEST_SKIP() << "the host kernels run on host backends";
+  } else {
+    struct Expect {
+      ConvCase c;
+      bool register_blocked;
+    };
+    // name, N, C, H, W, M, R, S, stride h/w, pad h/w, dilation h/w
+    const std::vector<Expect> cases = {
+        {{"m4_7x7", 2, 1, 13, 17, 4, 7, 7}, false},
+        {{"m1_3x3_pad1", 3, 3, 7, 5, 1, 3, 3, 1, 1, 1, 1}, false},
+        {{"m5_3x3_pad1", 2, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1}, true},
+        {{"m4_stride2", 2, 3, 11, 9, 4, 3, 3, 2, 2, 1, 1}, true},
+    };
+    for (const Expect& e : cases) {
+      ConvCase c = e.c;
+      c.layout = Layout::NHWC, c.activation = Activation::ReLU, c.bias = true;
+      SCOPED_TRACE(c.name);
+      for (Backend b : backends())
+        with_backend(b, [&](auto space) {
+          SCOPED_TRACE(backend_name(b));
+          const LaunchedKernels launched;
+          auto run = [&](const auto& x, const auto& w, const auto& bias, const auto& y,
+                         const kcnn::Conv2dParams& params) {
+            kcnn::conv2d_forward(space, x, w, bias, y, params);
+          };
+          check_forward_with<float>(space, c, ConvAlgo::Tiled, run);
+          EXPECT_EQ(launched.saw("kcnn::conv2d::tiled::host_simd"), e.register_blocked);
+          EXPECT_EQ(launched.saw("kcnn::conv2d::tiled"), !e.register_blocked);
+        });
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kcnn_test

@@ -214,14 +214,18 @@ struct TiledHostStaging : Base {
         }
         for (int iw = 0; iw < iw_lo; ++iw)
           dst[iw] = staged(0);
-        const auto* src = x_image + c * xc + h * xh + o.w0 * xw;
+        // From the first column inside the image (the tile's origin may lie in the
+        // padding, before x's first element).
+        const auto* src = x_image + c * xc + h * xh + (o.w0 + iw_lo) * xw;
+        staged* const inside = dst + iw_lo;
+        const int count = iw_hi - iw_lo;
         if (xw == 1) {
           KCNN_HOST_SIMD
-          for (int iw = iw_lo; iw < iw_hi; ++iw)
-            dst[iw] = to_compute(src[iw]);
+          for (int i = 0; i < count; ++i)
+            inside[i] = to_compute(src[i]);
         } else {
-          for (int iw = iw_lo; iw < iw_hi; ++iw)
-            dst[iw] = to_compute(src[iw * xw]);
+          for (int i = 0; i < count; ++i)
+            inside[i] = to_compute(src[i * xw]);
         }
         for (int iw = iw_hi; iw < g.in_w; ++iw)
           dst[iw] = staged(0);
