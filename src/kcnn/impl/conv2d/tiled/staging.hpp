@@ -187,10 +187,10 @@ struct TiledHostStaging : Base {
   /// CPUs: one thread per team, so plain nested loops without index division, and
   /// pointer steps by the Views' strides instead of View indexing: the index arithmetic
   /// of one View access per staged value (four multiplies for a LayoutStride View) was a
-  /// quarter of LeNet C3's kernel time (NCHW, perf), its staging being about a fifth of
-  /// the multiply-adds it feeds. The in-image part of each staged row is a contiguous
-  /// copy for NCHW with unit column stride. Values are staged in the compute type (16-bit
-  /// types: converted to float here, once per team).
+  /// quarter of LeNet C3's kernel time (NCHW, perf). The in-image part of each staged
+  /// row is a contiguous copy where x's columns are (NCHW with unit column stride).
+  /// Values are staged in the compute type (16-bit types: converted to float here, once
+  /// per team).
   KOKKOS_INLINE_FUNCTION void stage_host(const ScratchView& in_tile, const ScratchView& w_tile,
                                          const TileOrigin& o, int c0, int cc) const {
     const int in_plane = g.in_plane();
