@@ -91,6 +91,10 @@ TEST(Conv2dTiledHostSimd, MatchesDoubleReference) {
       {"m32_stride2_corner_classes", 5, 16, 9, 11, 32, 3, 3, 2, 2, 1, 1},
       {"m17_dilation3_pad3", 2, 7, 11, 10, 17, 3, 3, 1, 1, 3, 3, 3, 3},
       {"m8_1x1_pad1", 2, 4, 5, 3, 8, 1, 1, 1, 1, 1, 1},
+      // One-vector blocks kept within a row (kRowBlocks, AVX-512 float): rows wider than
+      // a block, split evenly (31 columns: 11, 10, 10), at unit stride and at stride 2.
+      {"m12_q31_row_blocks", 2, 3, 5, 31, 12, 3, 3, 1, 1, 1, 1},
+      {"m10_q31_stride2_row_blocks", 2, 5, 7, 61, 10, 3, 3, 2, 2, 1, 1},
   };
   int i = 0;
   for (ConvCase c : shapes) {

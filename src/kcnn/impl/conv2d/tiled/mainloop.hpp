@@ -135,34 +135,30 @@ struct TiledHostMainloop : TiledMainloop<Base> {
         for (int r = 0; r < r_extent; ++r) {
           for (int s = 0; s < s_extent; ++s) {
             const staged* w_rs = w_c + (r * s_extent + s) * tile_m;
+            // Held: broadcast once per tap; else per row, as each is needed.
+            V held[kWeightsInRegisters ? BM : 1];
             if constexpr (kWeightsInRegisters) {
-              V wv[BM];
               for (int bm = 0; bm < BM; ++bm) {
-                wv[bm] = Vector::broadcast(w_rs + bm);
-                Vector::keep_in_register(wv[bm]);
+                held[bm] = Vector::broadcast(w_rs + bm);
+                Vector::keep_in_register(held[bm]);
               }
-              for (int bh = 0; bh < BH; ++bh) {
-                const staged* row = in_c + (bh + r) * pitch + s;
-                V in[NV];
-                for (int v = 0; v < NV; ++v) {
-                  in[v] = Vector::load_unaligned(row + v * lanes);
-                  Vector::keep_in_register(in[v]);
+            }
+            for (int bh = 0; bh < BH; ++bh) {
+              const staged* row = in_c + (bh + r) * pitch + s;
+              V in[NV];
+              for (int v = 0; v < NV; ++v) {
+                in[v] = Vector::load_unaligned(row + v * lanes);
+                if constexpr (kWeightsInRegisters) Vector::keep_in_register(in[v]);
+              }
+              for (int bm = 0; bm < BM; ++bm) {
+                V wv;
+                if constexpr (kWeightsInRegisters) {
+                  wv = held[bm];
+                } else {
+                  wv = Vector::broadcast(w_rs + bm);
                 }
-                for (int bm = 0; bm < BM; ++bm)
-                  for (int v = 0; v < NV; ++v)
-                    sum[bm][bh][v] = Vector::fma(in[v], wv[bm], sum[bm][bh][v]);
-              }
-            } else {
-              for (int bh = 0; bh < BH; ++bh) {
-                const staged* row = in_c + (bh + r) * pitch + s;
-                V in[NV];
                 for (int v = 0; v < NV; ++v)
-                  in[v] = Vector::load_unaligned(row + v * lanes);
-                for (int bm = 0; bm < BM; ++bm) {
-                  const V wv = Vector::broadcast(w_rs + bm);
-                  for (int v = 0; v < NV; ++v)
-                    sum[bm][bh][v] = Vector::fma(in[v], wv, sum[bm][bh][v]);
-                }
+                  sum[bm][bh][v] = Vector::fma(in[v], wv, sum[bm][bh][v]);
               }
             }
           }
