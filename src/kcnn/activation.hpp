@@ -70,9 +70,8 @@ void activation_backward(const ExecSpace& space, Activation activation, const YV
     bool same = true;
     for (int i = 0; i < rank; ++i)
       same = same && v.extent(i) == y.extent(i) && (y.extent(i) <= 1 || v.stride(i) == y.stride(i));
-    Impl::throw_if(!same, op, name, " has extents ", Impl::extents_string(v),
-                   " or strides unlike y ", Impl::extents_string(y),
-                   "; y, dy and dx must have the same extents and layout");
+    Impl::throw_if(!same, op, name, " has extents ", Impl::extents_text(v), " or strides unlike y ",
+                   Impl::extents_text(y), "; y, dy and dx must have the same extents and layout");
   };
   same_shape("dy", dy);
   same_shape("dx", dx);

@@ -61,7 +61,7 @@ Conv2dProblem check_unroll_call(const char* op, const XView& x, int kernel_h, in
   const bool nchw = params.layout == Layout::NCHW;
   const auto k_extent = static_cast<std::int64_t>(nchw ? cols.extent(0) : cols.extent(1));
   const auto pix_extent = static_cast<std::int64_t>(nchw ? cols.extent(1) : cols.extent(0));
-  throw_if(k_extent != K || pix_extent % PQ != 0, op, "wrong cols extents ", extents_string(cols),
+  throw_if(k_extent != K || pix_extent % PQ != 0, op, "wrong cols extents ", extents_text(cols),
            ": with C=", pb.C, ", a ", pb.R, "x", pb.S, " window and a ", pb.P, "x", pb.Q,
            " output, ", to_string(params.layout), " cols must be ",
            nchw ? "(C*R*S, n*P*Q) = (" : "(n*P*Q, R*S*C) = (n*", nchw ? K : PQ,

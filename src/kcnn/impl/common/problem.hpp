@@ -190,16 +190,18 @@ inline void check_pool_params(const char* op, const char* what, const Pool2dPara
 /// Throws unless y has the (N, channels, P, Q) extents in `layout`'s order. `note`
 /// ends the message (e.g. how pooled extents came about); `y_name` names the tensor
 /// (the backward operations check "dy" and "dx" with it).
-template <class YView>
+template <class YView, class Note = const char*>
 void check_output_extents(const char* op, const YView& y, Layout layout, const char* channel_name,
                           std::int64_t N, std::int64_t C, std::int64_t P, std::int64_t Q,
-                          const std::string& note = "", const char* y_name = "y") {
+                          const Note& note = "", const char* y_name = "y") {
   std::int64_t yn = 0, yc = 0, yp = 0, yq = 0;
   activation_extents(y, layout, yn, yc, yp, yq);
   throw_if(yn != N || yc != C || yp != P || yq != Q, op, "wrong ", y_name, " extents ",
-           extents_string(y), ": expected ", to_string(layout), " (N, ", channel_name,
-           ", P, Q) = (", N, ", ", C, ", ", P, ", ", Q, ")",
-           layout == Layout::NHWC ? msg(" in the order (N, P, Q, ", channel_name, ")") : "", note);
+           extents_text(y), ": expected ", to_string(layout), " (N, ", channel_name, ", P, Q) = (",
+           N, ", ", C, ", ", P, ", ", Q, ")", lazy_text([&](std::ostream& out) {
+             if (layout == Layout::NHWC) out << " in the order (N, P, Q, " << channel_name << ")";
+           }),
+           note);
 }
 
 /// The geometry of a pooling of x (forward input) with output extents checked on `y`
@@ -218,7 +220,7 @@ Pool2dProblem make_pool2d_geometry(const char* op, const XView& x, const YView& 
   activation_extents(x, p.layout, pb.N, pb.C, pb.H, pb.W);
   // With H or W = 0 every window would lie in the padding: no Max, a zero divisor.
   throw_if(pb.H < 1 || pb.W < 1, op, "x has no rows or no columns (", to_string(p.layout),
-           " extents ", extents_string(x), "): every pooling window needs a real input cell");
+           " extents ", extents_text(x), "): every pooling window needs a real input cell");
   pb.P = pool_output_extent(pb.H, p.window_h, p.stride_h, p.pad_h);
   pb.Q = pool_output_extent(pb.W, p.window_w, p.stride_w, p.pad_w);
   throw_if(pb.P < 1 || pb.Q < 1, op, "empty output: the ", p.window_h, "x", p.window_w,
@@ -289,7 +291,7 @@ Conv2dProblem make_unroll_problem(const char* op, const XView& x, std::int64_t k
   Conv2dProblem pb;
   activation_extents(x, p.layout, pb.N, pb.C, pb.H, pb.W);
   throw_if(pb.C < 1, op, "x has no input channels (", to_string(p.layout), " extents ",
-           extents_string(x), ")");
+           extents_text(x), ")");
   pb.R = kernel_h, pb.S = kernel_w;
   derive_window_geometry(op, pb, p);
   check_problem_size(op, pb);
@@ -340,11 +342,10 @@ Conv2dProblem make_conv2d_geometry(const char* op, const XView& x, const WView& 
   std::int64_t wc = 0;
   activation_extents(w, p.layout, pb.M, wc, pb.R, pb.S);  // (M, C, R, S) in the same order
 
-  throw_if(pb.C < 1, op, names.x, " has no input channels (", lname, " extents ", extents_string(x),
+  throw_if(pb.C < 1, op, names.x, " has no input channels (", lname, " extents ", extents_text(x),
            ")");
   throw_if(wc != pb.C, op, "channel mismatch: ", names.x, " has C=", pb.C, " (", lname, " extents ",
-           extents_string(x), ") but ", names.w, " has C=", wc, " (extents ", extents_string(w),
-           ")");
+           extents_text(x), ") but ", names.w, " has C=", wc, " (extents ", extents_text(w), ")");
   derive_window_geometry(op, pb, p);
   check_problem_size(op, pb);
 
@@ -357,12 +358,14 @@ Conv2dProblem make_conv2d_geometry(const char* op, const XView& x, const WView& 
     throw_if(pb.P_pooled < 1 || pb.Q_pooled < 1, op, "empty output: the ", pool.window_h, "x",
              pool.window_w, " pool window is larger than the padded ", pb.P, "x", pb.Q,
              " convolution output (pool padding ", pool.pad_h, "x", pool.pad_w, ")");
-    check_output_extents(
-        op, y, p.layout, "M", pb.N, pb.M, pb.P_pooled, pb.Q_pooled,
-        msg(", the pooled extents of the ", pb.P, "x", pb.Q, " convolution output (", pool.window_h,
-            "x", pool.window_w, " window, stride ", pool.stride_h, "x", pool.stride_w, ", padding ",
-            pool.pad_h, "x", pool.pad_w, ")"),
-        names.y);
+    check_output_extents(op, y, p.layout, "M", pb.N, pb.M, pb.P_pooled, pb.Q_pooled,
+                         lazy_text([&](std::ostream& out) {
+                           out << ", the pooled extents of the " << pb.P << "x" << pb.Q
+                               << " convolution output (" << pool.window_h << "x" << pool.window_w
+                               << " window, stride " << pool.stride_h << "x" << pool.stride_w
+                               << ", padding " << pool.pad_h << "x" << pool.pad_w << ")";
+                         }),
+                         names.y);
   } else {
     check_output_extents(op, y, p.layout, "M", pb.N, pb.M, pb.P, pb.Q, "", names.y);
   }
