@@ -419,8 +419,9 @@ void run_tma_tiles() {
         {"tma_c256_m16_split", 1, 256, 7, 7, 16, 3, 3, 1, 1, 1, 1},
         {"tma_c64_m64_resnet_like", 2, 64, 12, 12, 64, 3, 3, 1, 1, 1, 1},
         // More tiles than the teams resident on a 132-multiprocessor GPU at every tile's
-        // launch bounds (the league then walks several tiles per team).
-        {"tma_many_tiles_c64_m8", 1, 64, 270, 270, 8, 3, 3, 1, 1, 1, 1},
+        // launch bounds (the league then walks several tiles per team); stride 2, so that
+        // conv2d_forward takes this kernel rather than the halo kernel (run_halo_tiles).
+        {"tma_many_tiles_c64_m8_stride2", 1, 64, 540, 540, 8, 3, 3, 2, 2, 1, 1},
     };
     const kcnn::Activation acts[] = {kcnn::Activation::ReLU, kcnn::Activation::Identity,
                                      kcnn::Activation::Sigmoid, kcnn::Activation::Tanh};
@@ -470,6 +471,84 @@ TEST(Conv2d16Bit, BfloatTmaTilesMatchTheReference) {
 
 TEST(Conv2d16Bit, HalfTmaTilesMatchTheReference) {
   run_tma_tiles<Kokkos::Experimental::half_t>();
+}
+
+/// The halo kernel (halo_kernel.hpp) on tile TmaHalo, launched directly, on NHWC case c
+/// (stride 1, no dilation, C a multiple of 64, a filter of up to 3x3).
+template <class T>
+void check_halo_tile(const ConvCase& c) {
+  namespace I = kcnn::Impl;
+  using Tile = I::TensorCoreTiles::TmaHalo<T>;
+  SCOPED_TRACE(type_name<T>() + " " + c.name + " halo");
+  check_direct_nhwc_launch<T>(c, [](const auto& space, const auto& o, const auto& pb) {
+    ASSERT_TRUE(I::tensor_core_halo_problem_fits<Tile>(o, pb));
+    I::tensor_core_launch_halo_tile<Tile, I::tensor_core_16bit_math_v<T>>(
+        space, o, pb, pb.workspace_limit_bytes, I::LaunchMode::Run,
+        static_cast<const I::ChannelsLastStaging<T>*>(nullptr));
+  });
+}
+
+/// The halo kernel on odd shapes: blocks that end past the output's rows and columns,
+/// filter blocks past M, no padding and padding wider than the filter, 1x1 and 2x3
+/// filters, several channel blocks (the halo replaced between them), a one-pixel image,
+/// every activation, with and without a bias, and a grid whose teams walk several tiles.
+/// Launched from this unit (no sm_90a pass) they multiply with mma.sync; through
+/// conv2d_forward in builds with the sm_90a pass, with wgmma, where Auto's rule
+/// (tensor_core_tma_tile) takes the halo tile for the last two cases only: the others
+/// have too few tiles or too many pixels past the output's edges. Both layouts there.
+template <class T>
+void run_halo_tiles() {
+  namespace I = kcnn::Impl;
+  if constexpr (!I::has_tensor_cores_v<Kokkos::DefaultExecutionSpace> || sizeof(T) != 2) {
+    GTEST_SKIP() << "no tensor cores or no 16-bit type in this build";
+  } else {
+#if !defined(KOKKOS_ARCH_HOPPER90)
+    GTEST_SKIP() << "the halo kernel needs Hopper (sm_90)";
+#else
+    std::vector<ConvCase> cases = {
+        {"halo_c64_m64_p20_q17", 2, 64, 20, 17, 64, 3, 3, 1, 1, 1, 1},
+        {"halo_c128_m72_unpadded", 1, 128, 19, 23, 72, 3, 3},
+        {"halo_c64_m8_pad2", 3, 64, 9, 13, 8, 3, 3, 1, 1, 2, 2},
+        {"halo_1x1_c192_m64", 2, 192, 16, 8, 64, 1, 1},
+        {"halo_2x3_c64_m136", 1, 64, 31, 9, 136, 2, 3, 1, 1, 1, 1},
+        {"halo_c64_m64_j1", 1, 64, 1, 1, 64, 3, 3, 1, 1, 1, 1},
+        {"halo_c512_m64_eight_blocks", 1, 512, 9, 11, 64, 3, 3, 1, 1, 1, 1},
+        // More tiles than multiprocessors, every block's pixels in the output (Auto takes
+        // the halo tile), and more than the teams resident at the tile's launch bounds on a
+        // 132-multiprocessor GPU (the teams walk several tiles).
+        {"halo_many_tiles_c64_m8", 5, 64, 64, 64, 8, 3, 3, 1, 1, 1, 1},
+        {"halo_walking_c64_m8", 1, 64, 272, 272, 8, 3, 3, 1, 1, 1, 1},
+    };
+    const kcnn::Activation acts[] = {kcnn::Activation::ReLU, kcnn::Activation::Identity,
+                                     kcnn::Activation::Sigmoid, kcnn::Activation::Tanh};
+    int i = 0;
+    for (ConvCase c : cases) {
+      c.layout = kcnn::Layout::NHWC;
+      c.bias = i % 2 == 0;
+      c.activation = acts[i++ % 4];
+      check_halo_tile<T>(c);
+#if defined(KCNN_TEST_HAS_SM90A_PASS)
+      const bool auto_takes_it =
+          c.name.rfind("halo_many", 0) == 0 || c.name.rfind("halo_walking", 0) == 0;
+      for (kcnn::Layout layout : {kcnn::Layout::NHWC, kcnn::Layout::NCHW}) {
+        c.layout = layout;
+        SCOPED_TRACE(layout == kcnn::Layout::NHWC ? "conv2d_forward NHWC" : "conv2d_forward NCHW");
+        const LaunchedKernels launched;
+        check_conv<T>(Kokkos::DefaultExecutionSpace{}, c, kcnn::ConvAlgo::TensorCoreGemm);
+        EXPECT_EQ(launched.saw("kcnn::conv2d::tensor_core_halo"), auto_takes_it);
+      }
+#endif
+    }
+#endif
+  }
+}
+
+TEST(Conv2d16Bit, BfloatHaloTileMatchesTheReference) {
+  run_halo_tiles<kcnn::bfloat16>();
+}
+
+TEST(Conv2d16Bit, HalfHaloTileMatchesTheReference) {
+  run_halo_tiles<Kokkos::Experimental::half_t>();
 }
 
 /// ChannelsLastTranspose16 both ways moves every element to its place and writes

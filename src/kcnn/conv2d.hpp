@@ -99,8 +99,11 @@ constexpr void static_check_conv2d_views() {
 /// budget (Conv2dParams::workspace_limit_bytes, else kcnn::workspace_limit()); otherwise
 /// they run the NCHW kernel on x as it is. 16-bit NCHW calls on Hopper's TMA kernel also
 /// write a packed channels-last copy of y in the workspace, then move it into y (where
-/// that copy does not fit the budget, the NHWC kernel writes y directly). The results are
-/// the same up to the order of the sums.
+/// that copy does not fit the budget, the NHWC kernel writes y directly). 16-bit stride-1
+/// filters of up to 3x3 with C a multiple of 64, on outputs that 16 x 8 pixel blocks
+/// cover with at most a quarter to spare, run the halo kernel there: per 64 channels
+/// each block's input pixels are loaded once for every tap. The results are the same up
+/// to the order of the sums.
 ///
 /// params.math (MathMode) is the precision the call may give up: TF32 and TF32x3 need
 /// float tensors (double tensors with them throw kcnn::Error); the algorithms without

@@ -149,6 +149,39 @@ KOKKOS_FORCEINLINE_FUNCTION void tma_load_tile_2d(std::uint32_t dst, const TmaDe
 #endif
 }
 
+/// Loads the box of a 4-D tiled tensor map at (c0, c1, c2, c3) (c0 the contiguous index;
+/// coordinates may be negative or past the extents: those elements read zeros) into
+/// scratch at `dst`; completes on `bar`.
+KOKKOS_FORCEINLINE_FUNCTION void tma_load_tile_4d(std::uint32_t dst, const TmaDescriptor* map,
+                                                  std::uint32_t bar, int c0, int c1, int c2,
+                                                  int c3) {
+#if defined(KCNN_ARCH_TMA)
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(dst),
+      "l"(map), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+#else
+  (void)dst, (void)map, (void)bar, (void)c0, (void)c1, (void)c2, (void)c3;
+#endif
+}
+
+/// Stores scratch at `src` to the box of a 4-D tiled tensor map at (c0, c1, c2, c3),
+/// clipped at the tensor's edges. Ordinary writes of `src` need tma_fence_scratch_writes
+/// first.
+KOKKOS_FORCEINLINE_FUNCTION void tma_store_tile_4d(const TmaDescriptor* map, std::uint32_t src,
+                                                   int c0, int c1, int c2, int c3) {
+#if defined(KCNN_ARCH_TMA)
+  asm volatile(
+      "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
+          map),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+#else
+  (void)map, (void)src, (void)c0, (void)c1, (void)c2, (void)c3;
+#endif
+}
+
 /// Stores scratch at `src` to the box of a 2-D tiled tensor map at (c0, c1), clipped at
 /// the tensor's edges. Ordinary writes of `src` need tma_fence_scratch_writes first.
 KOKKOS_FORCEINLINE_FUNCTION void tma_store_tile_2d(const TmaDescriptor* map, std::uint32_t src,
@@ -293,6 +326,27 @@ bool tma_encode_matrix(TmaDescriptor& out, const void* base, std::uint64_t rows,
                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+/// A packed NHWC tensor of 16-bit elements (extents (C, W, H, N) innermost first, byte
+/// strides of a pixel, a row and an image) for tiled loads or stores of boxes of
+/// box[0] channels x box[1] columns x box[2] rows of one image, in the 128-byte swizzle
+/// (box[0] * 2 = 128 bytes: each pixel one scratch row). Loads read zeros outside the
+/// tensor, stores clip there. Returns whether the driver encoded it.
+template <bool BFloat16>
+bool tma_encode_nhwc_box(TmaDescriptor& out, const void* base, const std::uint64_t (&extents)[4],
+                         const std::uint64_t (&byte_strides)[3], const int (&box)[3]) {
+  const TmaEncoders& e = TmaEncoders::get();
+  if (!e.available()) return false;
+  const cuuint64_t dims[4] = {extents[0], extents[1], extents[2], extents[3]};
+  const cuuint64_t strides[3] = {byte_strides[0], byte_strides[1], byte_strides[2]};
+  const cuuint32_t box_dims[4] = {cuuint32_t(box[0]), cuuint32_t(box[1]), cuuint32_t(box[2]), 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  return e.tiled(reinterpret_cast<CUtensorMap*>(&out), tma_16bit_type<BFloat16>(), 4,
+                 const_cast<void*>(base), dims, strides, box_dims, element_strides,
+                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                 CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 static_assert(sizeof(TmaDescriptor) == sizeof(CUtensorMap) &&
                   alignof(TmaDescriptor) == alignof(CUtensorMap),
               "TmaDescriptor holds a CUtensorMap");
@@ -318,6 +372,12 @@ bool tma_encode_im2col_nhwc(TmaDescriptor&, const void*, const std::uint64_t (&)
 template <bool BFloat16>
 bool tma_encode_matrix(TmaDescriptor&, const void*, std::uint64_t, std::uint64_t, std::uint64_t,
                        int, int, TmaSwizzle) {
+  return false;
+}
+
+template <bool BFloat16>
+bool tma_encode_nhwc_box(TmaDescriptor&, const void*, const std::uint64_t (&)[4],
+                         const std::uint64_t (&)[3], const int (&)[3]) {
   return false;
 }
 

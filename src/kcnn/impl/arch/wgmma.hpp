@@ -70,6 +70,18 @@ KOKKOS_FORCEINLINE_FUNCTION std::uint64_t wgmma_descriptor_sw128(std::uint32_t s
          (std::uint64_t(1024 >> 4) << 32) | (std::uint64_t(1) << 62);
 }
 
+/// The 128-byte swizzle's descriptor for a K-major operand whose 8-row groups lie
+/// `group_bytes` apart (a multiple of 128) rather than packed: the halo kernel's pixels,
+/// where tap (r, s)'s 64 rows are eight runs of 8 pixels, one halo row apart. The start
+/// may be any 128-byte row: the hardware takes each row's swizzle phase from its address
+/// (measured, session 29: with the descriptor's base-offset field set per row phase the
+/// products were wrong, with it left 0 they matched the reference on every shape).
+KOKKOS_FORCEINLINE_FUNCTION std::uint64_t wgmma_descriptor_sw128_groups(std::uint32_t start,
+                                                                        std::uint32_t group_bytes) {
+  return std::uint64_t((start & 0x3FFFFu) >> 4) | (std::uint64_t(1) << 16) |
+         (std::uint64_t((group_bytes >> 4) & 0x3FFFu) << 32) | (std::uint64_t(1) << 62);
+}
+
 /// The descriptor of a tile of RowBytes-byte rows (64 or 128) in their swizzle.
 template <int RowBytes>
 KOKKOS_FORCEINLINE_FUNCTION std::uint64_t wgmma_descriptor(std::uint32_t start) {

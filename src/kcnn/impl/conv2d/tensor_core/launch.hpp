@@ -25,6 +25,7 @@
 #include "channels_last.hpp"
 #include "device_kernel.hpp"
 #include "few_channels_launch.hpp"
+#include "halo_kernel.hpp"
 #include "packed_weights.hpp"
 #include "tile_shapes.hpp"
 #include "tma_descriptor_cache.hpp"
@@ -448,8 +449,50 @@ bool tensor_core_tma_problem_fits(const ImplicitGemmOperands<Layout::NHWC, T, Y>
     const bool ranges = o.J <= int_max && pb.N <= int_max && pb.H <= int_max && pb.W <= int_max &&
                         o.xs.n < (std::int64_t(1) << 39) / 2 &&
                         (m.S - 1) * m.dilation_w <= 0xFFFF && (m.R - 1) * m.dilation_h <= 0xFFFF;
-    return y_packed && box && ranges && m.stride_h <= 8 && m.stride_w <= 8 && tma_available();
+    // (The driver takes no tensor whose address is not 16-byte aligned: an unmanaged View
+    // of a 16-bit type may start anywhere even.)
+    const bool aligned = reinterpret_cast<std::uintptr_t>(o.x) % 16 == 0 &&
+                         reinterpret_cast<std::uintptr_t>(o.w) % 16 == 0;
+    return y_packed && box && ranges && aligned && m.stride_h <= 8 && m.stride_w <= 8 &&
+           tma_available();
   }
+}
+
+/// The halo kernel's tiles on tile `Tile` for operands `o` of N images.
+template <class Tile, class T, class Y>
+std::int64_t tensor_core_halo_tiles(const ImplicitGemmOperands<Layout::NHWC, T, Y>& o,
+                                    std::int64_t N) {
+  const UnrollMap<Layout::NHWC>& m = o.map;
+  return N * ((m.P + Tile::BH - 1) / Tile::BH) * ((m.Q + Tile::BW - 1) / Tile::BW) *
+         ((o.M + Tile::BF - 1) / Tile::BF);
+}
+
+/// Whether operands `o` within the TMA kernel's reach (tensor_core_tma_problem_fits) are
+/// also within the halo kernel's (halo_kernel.hpp): a stride-1 undilated filter whose
+/// halo (Tile::BH + R - 1 rows of 8 + S - 1 pixels) fits the tile's, C a multiple of 64
+/// (a halo pixel is 128 bytes), x packed NHWC (its tensor map's strides), and the tiles
+/// within 32 bits.
+template <class Tile, class T, class Y>
+bool tensor_core_halo_problem_fits(const ImplicitGemmOperands<Layout::NHWC, T, Y>& o,
+                                   const Conv2dProblem& pb, bool y_staged = false) {
+  const UnrollMap<Layout::NHWC>& m = o.map;
+  const bool filter = m.stride_h == 1 && m.stride_w == 1 && m.dilation_h == 1 &&
+                      m.dilation_w == 1 &&
+                      (Tile::BH + m.R - 1) * (Tile::BW + m.S - 1) <= Tile::halo_pixels;
+  const bool x_packed = m.C % 64 == 0 && o.xs.c == 1 && o.xs.w == m.C && o.xs.h == m.W * m.C &&
+                        o.xs.n == m.H * m.W * m.C;
+  return filter && x_packed &&
+         tensor_core_halo_tiles<Tile>(o, pb.N) <= std::numeric_limits<int>::max() &&
+         tensor_core_tma_problem_fits(o, pb, y_staged);
+}
+
+/// The share of the halo tiles' output pixels that lie in the output (the rest is the
+/// blocks' overhang past P and Q).
+template <class Tile>
+double tensor_core_halo_pixel_use(std::int64_t P, std::int64_t Q) {
+  const std::int64_t covered =
+      (P + Tile::BH - 1) / Tile::BH * Tile::BH * ((Q + Tile::BW - 1) / Tile::BW * Tile::BW);
+  return double(P * Q) / double(covered);
 }
 
 /// Whether they take it: also a build with the sm_90a pass (the kernel's TMA needs
@@ -469,7 +512,7 @@ bool tensor_core_tma_fits(const ImplicitGemmOperands<Layout::NHWC, T, Y>& o,
 /// splits alike, 0.0368 / 0.0362 ms on the 512-channel layer, but in kcnn the 128 x 64
 /// split kernel spills at its 128 registers and the 64 x 64 one does not, ptxas, session
 /// 27); else the 128 x 64 tile.
-enum class TensorCoreTmaTileId { WideRows, Tall, Square };
+enum class TensorCoreTmaTileId { WideRows, Tall, Square, Halo };
 
 template <class Tile>
 std::int64_t tensor_core_tma_teams(std::int64_t J, std::int64_t M) {
@@ -478,7 +521,16 @@ std::int64_t tensor_core_tma_teams(std::int64_t J, std::int64_t M) {
 
 template <class T, class Y>
 TensorCoreTmaTileId tensor_core_tma_tile(const ImplicitGemmOperands<Layout::NHWC, T, Y>& o,
+                                         const Conv2dProblem& pb, bool y_staged,
                                          std::int64_t multiprocessors) {
+  using Halo = TensorCoreTiles::TmaHalo<T>;
+  // The halo tile where it fits, its blocks' pixels are at least 3/4 in the output
+  // (TensorCoreTiles::TmaHalo: it led at 7/8 and 0.77, lost at 0.38) and its tiles fill a
+  // wave's multiprocessors.
+  if (tensor_core_halo_problem_fits<Halo>(o, pb, y_staged) &&
+      4 * tensor_core_halo_pixel_use<Halo>(o.map.P, o.map.Q) >= 3 &&
+      tensor_core_halo_tiles<Halo>(o, pb.N) >= multiprocessors)
+    return TensorCoreTmaTileId::Halo;
   using Square = TensorCoreTiles::TmaSquareTile<T>;
   using Tall = TensorCoreTiles::TmaTallTile<T>;
   using Wide = TensorCoreTiles::TmaWideRows<T>;
@@ -528,6 +580,53 @@ int tensor_core_tma_k_slices(std::int64_t teams, int steps, std::int64_t multipr
   return std::max(slices, 1);
 }
 
+/// The channels-last copies a staged NCHW call of the TMA or halo kernel keeps in its
+/// workspace (x, w if copied, y's packed copy); none for an NHWC call.
+template <class T, class Y>
+std::size_t tensor_core_tma_copy_bytes(const ImplicitGemmOperands<Layout::NHWC, T, Y>& o,
+                                       const ChannelsLastStaging<T>* staging) {
+  return staging ? staging->bytes() + align_up(sizeof(T) * std::size_t(o.J * o.M)) : 0;
+}
+
+/// The workspace of a TMA or halo kernel's call, [staged copies][y's packed copy][extra
+/// bytes]: leased under LaunchMode::Run and held until destroyed (every kernel of the call
+/// is enqueued first: another call on the instance may not take it before), the
+/// channels-last copies made and o's x and w pointed at them; under Check, the same
+/// pointers at a stand-in address of the workspace's alignment. Throws where the copies
+/// exceed `limit`.
+template <class ExecSpace, class T>
+struct TensorCoreTmaWorkspace {
+  std::optional<typename WorkspaceCache<ExecSpace>::Lease> lease;
+  std::size_t bytes = 0;           ///< in all
+  unsigned char* extra = nullptr;  ///< the extra bytes (after the copies)
+  T* y_copy = nullptr;             ///< y's packed copy (staged calls), else nullptr
+
+  TensorCoreTmaWorkspace(const ExecSpace& space, ImplicitGemmOperands<Layout::NHWC, T, T>& o,
+                         std::size_t limit, LaunchMode mode, const ChannelsLastStaging<T>* staging,
+                         std::size_t extra_bytes) {
+    const std::size_t copies = tensor_core_tma_copy_bytes(o, staging);
+    throw_if(copies > limit, "kcnn::conv2d_forward", kTensorCoreAlgoName,
+             ": the channels-last copies of x, w and y take ", copies,
+             " bytes of workspace, more than the limit of ", limit,
+             " (Conv2dParams::workspace_limit_bytes, kcnn::set_workspace_limit)");
+    bytes = copies + extra_bytes;
+    if (mode == LaunchMode::Run && bytes > 0)
+      lease.emplace(WorkspaceCache<ExecSpace>::acquire(space, bytes));
+    unsigned char* const base =
+        lease ? lease->data() : reinterpret_cast<unsigned char*>(std::uintptr_t(kScratchAlign));
+    extra = base + copies;
+    if (staging) {
+      y_copy = reinterpret_cast<T*>(base + staging->bytes());
+      if (mode == LaunchMode::Run) {
+        staging->run(space, base, o);
+      } else {  // where run will put them
+        o.x = reinterpret_cast<const T*>(base);
+        if (staging->copy_w) o.w = reinterpret_cast<const T*>(base + staging->x_bytes());
+      }
+    }
+  }
+};
+
 /// The TMA kernel on tile `Tile`: its tensor maps from the instance's TmaDescriptorCache
 /// (encoded on the host, written to the device only when new), the workspace within
 /// `limit`, [staged copies][y's packed copy][partial sums]; returns its bytes. `staging`
@@ -546,46 +645,25 @@ std::size_t tensor_core_launch_tma_tile(const ExecSpace& space,
   using Policy = BoundedTeamPolicy<ExecSpace, Tile::threads, Tile::min_teams_per_sm>;
   using Rows = TensorCoreScratchRows<T, Tile::row_bytes>;
   constexpr const char* op = "kcnn::conv2d_forward";
-  const std::size_t staged_bytes = staging ? staging->bytes() : 0;
-  const std::size_t y_copy_bytes = staging ? align_up(sizeof(T) * std::size_t(o.J * o.M)) : 0;
-  throw_if(staged_bytes + y_copy_bytes > limit, op, kTensorCoreAlgoName,
-           ": the channels-last copies of x, w and y take ", staged_bytes + y_copy_bytes,
-           " bytes of workspace, more than the limit of ", limit,
-           " (Conv2dParams::workspace_limit_bytes, kcnn::set_workspace_limit)");
+  const std::size_t copy_bytes = tensor_core_tma_copy_bytes(o, staging);
   const std::int64_t teams = tensor_core_tma_teams<Tile>(o.J, o.M);
   const int steps = o.K / Rows::BK;
-  const int slices = Tile::split_k && teams <= kTmaMostSplitTeams
+  const int slices = Tile::split_k && teams <= kTmaMostSplitTeams && copy_bytes <= limit
                          ? tensor_core_tma_k_slices<Tile>(teams, steps, multiprocessor_count(space),
-                                                          limit - staged_bytes - y_copy_bytes)
+                                                          limit - copy_bytes)
                          : 1;
   const int per_slice = (steps + slices - 1) / slices;
   const int k_slices = (steps + per_slice - 1) / per_slice;  // none empty
   const std::size_t partial_bytes =
       k_slices > 1 ? std::size_t(teams) * k_slices * Tile::BP * Tile::BF * sizeof(float) : 0;
-  const std::size_t bytes = staged_bytes + y_copy_bytes + partial_bytes;
   throw_if(teams * k_slices > std::numeric_limits<int>::max(), op, kTensorCoreAlgoName, ": ",
            teams * k_slices, " tiles exceed the launch limit; split the batch");
   throw_if(Kernel::scratch_bytes() > static_cast<std::size_t>(Policy::scratch_size_max(0)), op,
            "internal: ", kTensorCoreAlgoName, " tile needs ", Kernel::scratch_bytes(),
            " bytes of team scratch, more than the backend's ", Policy::scratch_size_max(0));
 
-  // The workspace (held until every kernel of the call is enqueued: another call on this
-  // instance may not take it first); under Check, a stand-in address for the copies.
-  std::optional<typename WorkspaceCache<ExecSpace>::Lease> work;
-  if (mode == LaunchMode::Run && bytes > 0)
-    work.emplace(WorkspaceCache<ExecSpace>::acquire(space, bytes));
-  unsigned char* const base =
-      work ? work->data() : reinterpret_cast<unsigned char*>(std::uintptr_t(kScratchAlign));
-  T* y_copy = nullptr;
-  if (staging) {
-    y_copy = reinterpret_cast<T*>(base + staged_bytes);
-    if (mode == LaunchMode::Run) {
-      staging->run(space, base, o);
-    } else {  // where run will put them
-      o.x = reinterpret_cast<const T*>(base);
-      if (staging->copy_w) o.w = reinterpret_cast<const T*>(base + staging->x_bytes());
-    }
-  }
+  TensorCoreTmaWorkspace<ExecSpace, T> work(space, o, limit, mode, staging, partial_bytes);
+  T* const y_copy = work.y_copy;
 
   constexpr bool bf16 = Math == TensorCoreMath::BF16;
   constexpr TmaSwizzle rows = Tile::row_bytes == 128 ? TmaSwizzle::Bytes128 : TmaSwizzle::Bytes64;
@@ -608,7 +686,7 @@ std::size_t tensor_core_launch_tma_tile(const ExecSpace& space,
                               TmaSwizzle::Bytes128);
   throw_if(!encoded, op, "internal: ", kTensorCoreAlgoName,
            ": the CUDA driver refused a tensor map of this problem");
-  if (mode == LaunchMode::Check) return bytes;
+  if (mode == LaunchMode::Check) return work.bytes;
 
   TmaDescriptorCache<ExecSpace> cache(space);
   const auto entry = cache.find_or_insert(maps);
@@ -627,7 +705,7 @@ std::size_t tensor_core_launch_tma_tile(const ExecSpace& space,
       policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes()));
       SplitKernel kernel{entry.maps, o.bias, o.activation, geo, f_blocks, k_slices, per_slice};
       kernel.tiles = static_cast<int>(teams);
-      kernel.partial = reinterpret_cast<float*>(base + staged_bytes + y_copy_bytes);
+      kernel.partial = reinterpret_cast<float*>(work.extra);
       kernel.counters = entry.counters;
       Kokkos::parallel_for("kcnn::conv2d::tensor_core_tma", policy, kernel);
       launched = true;
@@ -646,7 +724,73 @@ std::size_t tensor_core_launch_tma_tile(const ExecSpace& space,
   if (staging)  // y's packed copy into y, through y's strides
     channels_last_transpose16<false>(space, static_cast<const T*>(y_copy), o.y, o.ys, pb.N, o.M,
                                      m.P, m.Q);
-  return bytes;
+  return work.bytes;
+}
+
+/// The halo kernel on tile `Tile` (halo_kernel.hpp): its tensor maps (x's halo box, w's
+/// matrix, y's box) from the instance's TmaDescriptorCache, the workspace within `limit`
+/// as the TMA kernel's ([staged copies][y's packed copy], tensor_core_tma_workspace);
+/// returns its bytes. Under LaunchMode::Check the maps are encoded too.
+template <class Tile, TensorCoreMath Math, class ExecSpace, class T>
+std::size_t tensor_core_launch_halo_tile(const ExecSpace& space,
+                                         ImplicitGemmOperands<Layout::NHWC, T, T> o,
+                                         const Conv2dProblem& pb, std::size_t limit,
+                                         LaunchMode mode, const ChannelsLastStaging<T>* staging) {
+  using Kernel = TensorCoreHaloKernel<Tile, Math, ExecSpace>;
+  using Policy = BoundedTeamPolicy<ExecSpace, Tile::threads, Tile::min_teams_per_sm>;
+  constexpr const char* op = "kcnn::conv2d_forward";
+  throw_if(Kernel::scratch_bytes() > static_cast<std::size_t>(Policy::scratch_size_max(0)), op,
+           "internal: ", kTensorCoreAlgoName, " halo tile needs ", Kernel::scratch_bytes(),
+           " bytes of team scratch, more than the backend's ", Policy::scratch_size_max(0));
+  TensorCoreTmaWorkspace<ExecSpace, T> work(space, o, limit, mode, staging, 0);
+
+  const UnrollMap<Layout::NHWC>& m = o.map;
+  constexpr bool bf16 = Math == TensorCoreMath::BF16;
+  TensorCoreHaloGeometry geo;
+  geo.M = o.M, geo.C = int(m.C), geo.R = int(m.R), geo.S = int(m.S);
+  geo.pad_h = int(m.pad_h), geo.pad_w = int(m.pad_w);
+  geo.halo_cols = Tile::BW + geo.S - 1;
+  geo.p_blocks = int((m.P + Tile::BH - 1) / Tile::BH);
+  geo.q_blocks = int((m.Q + Tile::BW - 1) / Tile::BW);
+  geo.f_blocks = int((o.M + Tile::BF - 1) / Tile::BF);
+  TmaDescriptor maps[3];
+  const std::uint64_t x_extents[4] = {std::uint64_t(m.C), std::uint64_t(m.W), std::uint64_t(m.H),
+                                      std::uint64_t(pb.N)};
+  const std::uint64_t x_strides[3] = {sizeof(T) * std::uint64_t(o.xs.w),
+                                      sizeof(T) * std::uint64_t(o.xs.h),
+                                      sizeof(T) * std::uint64_t(o.xs.n)};
+  const int halo_box[3] = {TensorCoreScratchRows<T, 128>::BK, geo.halo_cols, Tile::BH + geo.R - 1};
+  const std::uint64_t y_extents[4] = {std::uint64_t(o.M), std::uint64_t(m.Q), std::uint64_t(m.P),
+                                      std::uint64_t(pb.N)};
+  const std::uint64_t y_strides[3] = {sizeof(T) * std::uint64_t(o.M),
+                                      sizeof(T) * std::uint64_t(m.Q * o.M),
+                                      sizeof(T) * std::uint64_t(m.P * m.Q * o.M)};
+  const int y_box[3] = {64, Tile::BW, Tile::BH};
+  const bool encoded =
+      tma_encode_nhwc_box<bf16>(maps[0], o.x, x_extents, x_strides, halo_box) &&
+      tma_encode_matrix<bf16>(maps[1], o.w, std::uint64_t(o.M), std::uint64_t(o.K),
+                              sizeof(T) * std::uint64_t(o.K), Tile::BF,
+                              TensorCoreScratchRows<T, 128>::BK, TmaSwizzle::Bytes128) &&
+      tma_encode_nhwc_box<bf16>(maps[2], work.y_copy ? work.y_copy : o.y, y_extents, y_strides,
+                                y_box);
+  throw_if(!encoded, op, "internal: ", kTensorCoreAlgoName,
+           ": the CUDA driver refused a tensor map of this problem");
+  if (mode == LaunchMode::Check) return work.bytes;
+
+  TmaDescriptorCache<ExecSpace> cache(space);
+  const auto entry = cache.find_or_insert(maps);
+  const std::int64_t tiles = pb.N * geo.p_blocks * geo.q_blocks * geo.f_blocks;
+  // At most the teams resident at the tile's launch bounds, each walking tiles
+  // (tensor_core_tma_league).
+  Policy policy(space, static_cast<int>(tensor_core_tma_league<Tile>(tiles, space)), Tile::threads);
+  policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes()));
+  Kernel kernel{entry.maps, o.bias, o.activation, geo};
+  kernel.tiles = static_cast<int>(tiles);
+  Kokkos::parallel_for("kcnn::conv2d::tensor_core_halo", policy, kernel);
+  if (staging)  // y's packed copy into y, through y's strides
+    channels_last_transpose16<false>(space, static_cast<const T*>(work.y_copy), o.y, o.ys, pb.N,
+                                     o.M, m.P, m.Q);
+  return work.bytes;
 }
 
 /// The TMA kernel on its tile (tensor_core_tma_tile).
@@ -656,7 +800,10 @@ std::size_t tensor_core_launch_tma(const ExecSpace& space,
                                    const Conv2dProblem& pb, std::size_t limit, LaunchMode mode,
                                    const ChannelsLastStaging<T>* staging) {
   using Tiles = TensorCoreTiles;
-  switch (tensor_core_tma_tile(o, multiprocessor_count(space))) {
+  switch (tensor_core_tma_tile(o, pb, staging != nullptr, multiprocessor_count(space))) {
+    case TensorCoreTmaTileId::Halo:
+      return tensor_core_launch_halo_tile<Tiles::TmaHalo<T>, Math>(space, o, pb, limit, mode,
+                                                                   staging);
     case TensorCoreTmaTileId::Square:
       return tensor_core_launch_tma_tile<Tiles::TmaSquareTile<T>, Math>(space, o, pb, limit, mode,
                                                                         staging);

@@ -147,6 +147,24 @@ struct TensorCoreTmaTile {
   };
 };
 
+/// A block tile of the 16-bit halo kernel (halo_kernel.hpp): BH x 8 output pixels of one
+/// image (BH / 8 slabs of 64 rows) x BF filters per team of one warpgroup; per block of 64
+/// channels the input pixels those outputs read with a stride-1 filter of up to
+/// (HaloPixels / (BH + 2) - 7) columns arrive once (the halo, at most HaloPixels pixels of
+/// 128 bytes), the filters stream through Stages buffers of BF rows of 128 bytes.
+template <class T, int BH_, int BF_, int Stages_, int MinTeams_, int HaloPixels_>
+struct TensorCoreHaloTile {
+  static constexpr int BH = BH_, BW = 8, BF = BF_, Stages = Stages_;
+  static constexpr int BP = BH * BW;  ///< output pixels of a tile
+  static constexpr int halo_pixels = HaloPixels_;
+  static constexpr int row_bytes = 128;
+  static constexpr int threads = 128;
+  static constexpr int min_teams_per_sm = MinTeams_;
+  static_assert(BH % 8 == 0 && BF == 64, "m64n64k16 slabs of eight 8-pixel rows");
+  static_assert(Stages >= 2, "a pipeline of at least two stages");
+  static_assert(sizeof(T) == 2, "16-bit elements: 64 channels in a 128-byte row");
+};
+
 /// The tiles, chosen by element type, layout and the filter count M
 /// (with_tensor_core_tile). Kokkos' level-0 team scratch on CUDA holds 40,960 bytes (its
 /// scratch_size_max(0) on the H100): 192 rows of 64 bytes take 12 KB a stage, so three
@@ -321,6 +339,35 @@ struct TensorCoreTiles {
   using TmaTallTile = TensorCoreTmaTile<T, 128, 64, 64, 3, 4>;
   template <class T>
   using TmaSquareTile = TensorCoreTmaTile<T, 128, 128, 64, 2, 3, false>;
+
+  /// The halo kernel's tile (halo_kernel.hpp): 16 x 8 output pixels x 64 filters, a halo of
+  /// up to 18 x 10 pixels (3x3 filters; 23,040 bytes) and two filter stages (16,384): the
+  /// team scratch holds 40,472 bytes with the alignment slack, of Kokkos' 40,960. Chosen
+  /// on an H200 (session 29, the stand-alone harness perf_tests/data/s29-halo-harness.cu,
+  /// bfloat16 NHWC ResNet 3x3 layers of 64 / 128 / 256 / 512 channels, bias + ReLU, median
+  /// of 50 launches, ms; data/h200-2026-11-28-s29-halo-harness.txt):
+  ///
+  ///   tile                                         64      128     256     512
+  ///   im2col 64 x 64, 128-byte rows (WideRows)   0.0567  0.0546  0.0561  0.0540
+  ///     the same, K in 3 slices                     -       -     0.0697  0.0380
+  ///   im2col 128 x 64, 64-byte rows (Tall)       0.0623  0.0617  0.0462  0.0599
+  ///   im2col 128 x 128, 64-byte rows (Square)      -     0.0471  0.0613  0.0965
+  ///   halo 8 x 8, 2 stages, m 5                  0.0446  0.0521  0.0569  0.0428
+  ///   halo 16 x 8, 2 stages, m 4                 0.0400  0.0393  0.0392  0.0482
+  ///
+  /// Loads, not the tensor cores, bound the im2col tiles (the same harness with the
+  /// wgmma left out ran 0.0518 / 0.0452 / 0.0447 / 0.0429 ms, with the loads left out
+  /// 0.0365 / 0.0289 / 0.0271 / 0.0197): an im2col tile reads each input pixel once per
+  /// tap, the halo once per 64 channels for all nine. Its cost is the pixels past the
+  /// output's edges: 16 x 8 blocks cover 56 x 56 with 12.5% waste, 28 x 28 and 14 x 14
+  /// with 23%, 7 x 7 with 62% (where it loses); tensor_core_tma_tile takes it where the
+  /// blocks' pixels are at least 3/4 useful. In kcnn (kcnn_perf, the same H200, RESULTS.md
+  /// session 29) the calls took 0.058 / 0.055 / 0.053 ms, the kernel 52 / 50 / 51 us by
+  /// ncu against the harness's ~34: that gap is open. At 5 teams per multiprocessor (96
+  /// registers) ptxas spills 140 bytes, at 4 (128 registers) none; the calls took the same
+  /// time within noise both ways (runs 1 and 2 there).
+  template <class T>
+  using TmaHalo = TensorCoreHaloTile<T, 16, 64, 2, 5, 180>;
 };
 
 }  // namespace kcnn::Impl

@@ -65,6 +65,64 @@ struct TensorCoreTmaGeometry {
   int steps = 0;  ///< K / BK stages in all
 };
 
+/// A warpgroup tile's epilogue (the TMA and halo kernels): the accumulators of MI 64-row
+/// slabs x NI n8 filter blocks + bias, the activation, rounded once to T, into scratch at
+/// `out` as NI / 8 boxes of 64 MI rows of 64 filters in the 128-byte swizzle (the output
+/// map's box): lane (g, tig) of warp w holds rows 64 mi + 16 w + g (+ 8) and filters
+/// f0 + 8 ni + 2 tig (+ 1), one 4-byte write each; chunk ni % 8 of a row sits at chunk
+/// (ni % 8) ^ (row % 8), so a warp's 32 writes hit 32 banks. `bias`: nullptr for none;
+/// filters from M on take none.
+template <class T, int MI, int NI, class Act>
+KOKKOS_INLINE_FUNCTION void tma_stage_output_as(const float (&acc)[MI][NI][4], unsigned char* out,
+                                                const T* bias, int M, int f0, int warp, int lane,
+                                                const Act& act) {
+  constexpr std::uint32_t box_bytes = MI * 64 * 128;
+  const int g = lane / 4, tig = lane % 4;
+  KCNN_DEVICE_UNROLL
+  for (int ni = 0; ni < NI; ++ni) {
+    const int m = f0 + 8 * ni + 2 * tig;
+    const float b0 = bias && m < M ? to_compute(bias[m]) : 0.f;
+    const float b1 = bias && m + 1 < M ? to_compute(bias[m + 1]) : 0.f;
+    unsigned char* const box = out + (ni / 8) * box_bytes;
+    KCNN_DEVICE_UNROLL
+    for (int mi = 0; mi < MI; ++mi)
+      KCNN_DEVICE_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const int row = 64 * mi + 16 * warp + g + 8 * h;
+      *reinterpret_cast<std::uint32_t*>(box + row * 128 + (((ni % 8) ^ (row % 8)) << 4) + 4 * tig) =
+          round_and_pack_16bit<T>(act(acc[mi][ni][2 * h] + b0), act(acc[mi][ni][2 * h + 1] + b1));
+    }
+  }
+}
+
+/// tma_stage_output_as with `activation`.
+template <class T, int MI, int NI>
+KOKKOS_INLINE_FUNCTION void tma_stage_output(const float (&acc)[MI][NI][4], unsigned char* out,
+                                             const T* bias, int M, int f0, int warp, int lane,
+                                             Activation activation) {
+  if constexpr (MI * NI >= 16) {
+    // 64 or more accumulators leave no registers for Sigmoid's and Tanh's expansions
+    // (128 x 128: ptxas spilled 412 bytes with every activation compiled, 68 with ReLU
+    // alone; the halo tile at 96 registers 156 with every activation, session 29): those
+    // take the activation's switch per element (tensor_core_tma_tile gives them the 128 x
+    // 64 tile rather than the 128 x 128 one).
+    if (activation == Activation::ReLU) {
+      tma_stage_output_as(acc, out, bias, M, f0, warp, lane,
+                          [](float v) { return apply_activation(Activation::ReLU, v); });
+    } else if (activation == Activation::Identity) {
+      tma_stage_output_as(acc, out, bias, M, f0, warp, lane, [](float v) { return v; });
+    } else {
+      tma_stage_output_as(acc, out, bias, M, f0, warp, lane,
+                          [activation](float v) { return apply_activation(activation, v); });
+    }
+  } else {
+    with_activation(activation, [&](auto act) {
+      tma_stage_output_as(acc, out, bias, M, f0, warp, lane,
+                          [](float v) { return apply_activation(decltype(act)::value, v); });
+    });
+  }
+}
+
 /// SplitK: whether the kernel adds K slices (k_slices > 1; compiled apart so that the
 /// fix-up's registers do not weigh on the unsplit kernel's).
 template <class Tile, TensorCoreMath Math, class ExecSpace, bool SplitK>
@@ -230,26 +288,7 @@ struct TensorCoreTmaKernel {
     } else {
       (void)slice;
     }
-    if constexpr (BF == 128) {
-      // 128 accumulators leave no registers for Sigmoid's and Tanh's expansions (ptxas
-      // spilled 412 bytes with every activation compiled, 68 with ReLU alone): those take
-      // the activation's switch per element (tensor_core_tma_tile gives them the 128 x 64
-      // tile).
-      if (activation == Activation::ReLU) {
-        stage_output(acc, scratch, f0, warp, lane,
-                     [](float v) { return apply_activation(Activation::ReLU, v); });
-      } else if (activation == Activation::Identity) {
-        stage_output(acc, scratch, f0, warp, lane, [](float v) { return v; });
-      } else {
-        const Activation a = activation;
-        stage_output(acc, scratch, f0, warp, lane, [a](float v) { return apply_activation(a, v); });
-      }
-    } else {
-      with_activation(activation, [&](auto act) {
-        stage_output(acc, scratch, f0, warp, lane,
-                     [](float v) { return apply_activation(decltype(act)::value, v); });
-      });
-    }
+    tma_stage_output(acc, scratch, bias, geo.M, f0, warp, lane, activation);
     tma_fence_scratch_writes();
     team.team_barrier();
     if (t == 0) {
@@ -326,33 +365,6 @@ struct TensorCoreTmaKernel {
 #else
     return *p;
 #endif
-  }
-
-  /// The accumulators + bias, activation `act`, rounded once to T, into scratch at
-  /// `out` as BF / 64 boxes of BP rows of 64 filters in the 128-byte swizzle (the y
-  /// map's box): lane (g, tig) of warp w holds rows 64 mi + 16 w + g (+ 8) and filters
-  /// 8 ni + 2 tig (+ 1), one 4-byte write each; chunk ni % 8 of a row sits at chunk
-  /// (ni % 8) ^ (row % 8), so a warp's 32 writes hit 32 banks.
-  template <class Act>
-  KOKKOS_INLINE_FUNCTION void stage_output(const float (&acc)[MI][NI][4], unsigned char* out,
-                                           int f0, int warp, int lane, const Act& act) const {
-    const int g = lane / 4, tig = lane % 4;
-    KCNN_DEVICE_UNROLL
-    for (int ni = 0; ni < NI; ++ni) {
-      const int m = f0 + 8 * ni + 2 * tig;
-      const float b0 = bias && m < geo.M ? to_compute(bias[m]) : 0.f;
-      const float b1 = bias && m + 1 < geo.M ? to_compute(bias[m + 1]) : 0.f;
-      unsigned char* const box = out + (ni / 8) * out_box_bytes;
-      KCNN_DEVICE_UNROLL
-      for (int mi = 0; mi < MI; ++mi)
-        KCNN_DEVICE_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        const int row = 64 * mi + 16 * warp + g + 8 * h;
-        *reinterpret_cast<std::uint32_t*>(box + row * 128 + (((ni % 8) ^ (row % 8)) << 4) +
-                                          4 * tig) =
-            round_and_pack_16bit<T>(act(acc[mi][ni][2 * h] + b0), act(acc[mi][ni][2 * h + 1] + b1));
-      }
-    }
   }
 };
 
