@@ -363,9 +363,11 @@ struct TensorCoreTiles {
   /// with 23%, 7 x 7 with 62% (where it loses); tensor_core_tma_tile takes it where the
   /// blocks' pixels are at least 3/4 useful. In kcnn (kcnn_perf, the same H200, RESULTS.md
   /// session 29) the calls took 0.058 / 0.055 / 0.053 ms, the kernel 52 / 50 / 51 us by
-  /// ncu against the harness's ~34: that gap is open. At 5 teams per multiprocessor (96
-  /// registers) ptxas spills 140 bytes, at 4 (128 registers) none; the calls took the same
-  /// time within noise both ways (runs 1 and 2 there).
+  /// ncu against the harness's ~34; the harness wrapped in a tile loop with barrier phases
+  /// counted from a running total, as kcnn's kernel is, lost the same 20-25% (at 120
+  /// registers; walking tiles and the fences added little): that code is the gap. At 5
+  /// teams per multiprocessor (96 registers) ptxas spills 140 bytes, at 4 (128 registers)
+  /// none; the calls took the same time within noise both ways (runs 1 and 2 there).
   template <class T>
   using TmaHalo = TensorCoreHaloTile<T, 16, 64, 2, 5, 180>;
 };
