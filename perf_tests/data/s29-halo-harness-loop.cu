@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // Session 29's second halo harness: perf_tests/data/s29-halo-harness.cu with its halo kernel
 // wrapped the way kcnn's TensorCoreHaloKernel walks tiles: a tile loop (one iteration unless
-// -DPERSIST, which launches at most the resident blocks and walks tiles a grid apart), the
-// stage buffers' and halo's barrier phases counted on across tiles, -DFENCE the tensor maps'
-// acquire fences per block, -DRELOAD_BAR a block barrier before each new channel block's
-// halo. Mode 8: the 16 x 8 halo tile at launch bounds of 4 and 5 blocks per multiprocessor.
-// Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a [-DPERSIST ...] -lcuda
+// -DPERSIST, which launches at most the resident blocks and walks tiles a grid apart;
+// -DNOLOOP: no loop, a block per tile), the stage buffers' and halo's barrier phases counted
+// on across tiles (-DINC: counted incrementally; -DREINIT: barriers set up afresh per tile),
+// -DFENCE the tensor maps' acquire fences per block, -DRELOAD_BAR a block barrier before each
+// new channel block's halo. Mode 8: the 16 x 8 halo tile at launch bounds of 4 and 5 blocks
+// per multiprocessor. Registers (ptxas, bound 4): 96 without the loop, 120-122 with it
+// (PERSIST or not, INC or REINIT alike).
+// Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a [-D...] -lcuda
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -481,9 +484,21 @@ __global__ void __launch_bounds__(128, MINB)
   }
   __syncthreads();
   const int tiles = g.N * pb_count * qb_count * f_blocks;
+#ifdef REINIT
+  // every tile starts its barriers afresh (phase 0, buffer 0): the step arithmetic folds
+  constexpr int stages_before = 0, halos_before = 0;
+#else
   int stages_before = 0, halos_before = 0;
+#endif
 #ifdef PERSIST
+#ifdef UNROLL1
+#pragma unroll 1
+#endif
   for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+#elif defined(NOLOOP)
+  (void)tiles;
+  {
+    const int tile = blockIdx.x;
 #else
   for (int tile = blockIdx.x; tile < blockIdx.x + 1; ++tile) {
 #endif
@@ -495,8 +510,7 @@ __global__ void __launch_bounds__(128, MINB)
   const int pb = rest % pb_count;
   const int n = rest / pb_count;
   const int f0 = fb * BF, p0 = pb * BH, q0 = qb * 8;
-  auto issue_w = [&](int step) {
-    const int slot = (stages_before + step) % WST;
+  auto issue_w = [&](int step, int slot) {
     const int cb = step / taps, tap = step - cb * taps;
     bar_expect_tx(wbar0 + 8 * slot, W_BYTES);
     tma_tile_2d(wbase + slot * W_BYTES, maps.w, wbar0 + 8 * slot, tap * g.C + cb * KC, f0);
@@ -508,7 +522,7 @@ __global__ void __launch_bounds__(128, MINB)
   if (t == 0) {
     issue_halo(0);
     for (int st = 0; st < WST && st < steps; ++st)
-      issue_w(st);
+      issue_w(st, (stages_before + st) % WST);
   }
   float acc[MI][BF / 2];
 #pragma unroll
@@ -516,10 +530,18 @@ __global__ void __launch_bounds__(128, MINB)
 #pragma unroll
     for (int i = 0; i < BF / 2; ++i)
       acc[m][i] = 0.f;
+#ifdef INC
+  int slot = stages_before % WST;
+  unsigned phase = (stages_before / WST) & 1;
+  int cb = 0, tap = 0, r = 0, s = 0;
+#endif
   for (int step = 0; step < steps; ++step) {
+#ifndef INC
     const int slot = (stages_before + step) % WST;
+    const unsigned phase = ((stages_before + step) / WST) & 1;
     const int cb = step / taps, tap = step - cb * taps;
     const int r = tap / g.S, s = tap - r * g.S;
+#endif
     if (tap == 0) {
       if (cb > 0) {  // every wgmma that read the previous halo is done before it is replaced
         wg_wait<0>();
@@ -531,7 +553,7 @@ __global__ void __launch_bounds__(128, MINB)
       }
       bar_wait(hbar, (halos_before + cb) & 1);
     }
-    bar_wait(wbar0 + 8 * slot, ((stages_before + step) / WST) & 1);
+    bar_wait(wbar0 + 8 * slot, phase);
     wg_fence();
     const std::uint32_t a0 = halo + (r * HWP + s) * ROWB;
 #pragma unroll
@@ -546,9 +568,14 @@ __global__ void __launch_bounds__(128, MINB)
     wg_wait<1>();
     if (step > 0) {
       const int prev = step - 1;
-      if (t == 0 && prev + WST < steps) issue_w(prev + WST);
+      if (t == 0 && prev + WST < steps) issue_w(prev + WST, (slot + WST - 1) % WST);
       __syncwarp();
     }
+#ifdef INC
+    if (++slot == WST) { slot = 0; phase ^= 1u; }
+    if (++s == g.S) { s = 0; ++r; }
+    if (++tap == taps) { tap = 0; r = 0; ++cb; }
+#endif
   }
   wg_wait<0>();
   __syncthreads();
@@ -579,8 +606,22 @@ __global__ void __launch_bounds__(128, MINB)
     asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
     asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
   }
+#ifdef REINIT
+  __syncthreads();  // every warp is past its last barrier wait
+  if (t == 0) {
+    asm volatile("mbarrier.inval.shared::cta.b64 [%0];\n" ::"r"(hbar) : "memory");
+    for (int s = 0; s < WST; ++s)
+      asm volatile("mbarrier.inval.shared::cta.b64 [%0];\n" ::"r"(wbar0 + 8 * s) : "memory");
+    bar_init(hbar, 1);
+    for (int s = 0; s < WST; ++s)
+      bar_init(wbar0 + 8 * s, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+#else
   stages_before += steps;
   halos_before += cblocks;
+#endif
   }
 }
 __global__ void conv_ref(const bf16* x, const bf16* w, const float* bias, float* y, Geo g) {
