@@ -503,7 +503,8 @@ bool tensor_core_tma_fits(const ImplicitGemmOperands<Layout::NHWC, T, Y>& o,
   return kBuildHasWgmmaPass && tensor_core_tma_problem_fits(o, pb, y_staged);
 }
 
-/// The TMA kernel's tile for operands `o` (measurements: TensorCoreTiles::TmaWideRows):
+/// The TMA kernel's tile for operands `o` (measurements: TensorCoreTiles::TmaWideRows and
+/// TmaHalo): the halo kernel's where it fits and pays (tensor_core_tma_tile); else
 /// the 128 x 128 tile where M > 64, the activation is Identity or ReLU (its registers
 /// have no room for the others', tma_kernel.hpp) and its grid fills 90% of a wave (teams
 /// resident at its launch bounds on every multiprocessor); else 128-byte rows (C a multiple of 64)
