@@ -514,8 +514,8 @@ void run_halo_tiles() {
         {"halo_c64_m64_j1", 1, 64, 1, 1, 64, 3, 3, 1, 1, 1, 1},
         {"halo_c512_m64_eight_blocks", 1, 512, 9, 11, 64, 3, 3, 1, 1, 1, 1},
         // More tiles than multiprocessors, every block's pixels in the output (Auto takes
-        // the halo tile), and more than the teams resident at the tile's launch bounds on a
-        // 132-multiprocessor GPU (the teams walk several tiles).
+        // the halo tile), and more tiles than the teams resident at once on a
+        // 132-multiprocessor GPU (blocks run several teams in turn).
         {"halo_many_tiles_c64_m8", 5, 64, 64, 64, 8, 3, 3, 1, 1, 1, 1},
         {"halo_walking_c64_m8", 1, 64, 272, 272, 8, 3, 3, 1, 1, 1, 1},
     };

@@ -68,6 +68,17 @@ KOKKOS_FORCEINLINE_FUNCTION std::uint32_t scratch_address(const void* p) {
 #endif
 }
 
+/// Writes `value` to the scratch at shared-window address `address` (scratch_address):
+/// one 32-bit register per address where a generic pointer takes two. Only on sm_80 and
+/// newer, as scratch_address.
+KOKKOS_FORCEINLINE_FUNCTION void scratch_store_32(std::uint32_t address, std::uint32_t value) {
+#if defined(KCNN_ASYNC_SCRATCH_COPY)
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(value) : "memory");
+#else
+  (void)address, (void)value;
+#endif
+}
+
 /// scratch_copy_async_16 to the scratch at shared-window address `dst` (scratch_address).
 /// Only on sm_80 and newer: callers keep a generic pointer path for other targets.
 /// ThroughL1: cp.async.ca, which keeps the 16 bytes in L1 as well, for data that other

@@ -29,8 +29,7 @@
 ///
 /// The epilogue is the TMA kernel's (tma_stage_output), the output tile leaves by a TMA
 /// store through a 4-D map of y (NHWC packed: (M, Q, P, N)), which clips the block at the
-/// image's edges. Teams walk tiles a league apart (the tensor maps' acquire fences once
-/// per team, as in the TMA kernel). Compiled without wgmma (a plain sm_90 pass), the
+/// image's edges. A team computes one tile. Compiled without wgmma (a plain sm_90 pass), the
 /// warps multiply with mma.sync on the same scratch (halo_mma_sync_stage).
 #pragma once
 
@@ -133,8 +132,9 @@ struct TensorCoreHaloKernel {
   const T* bias;              ///< nullptr: none
   Activation activation;
   TensorCoreHaloGeometry geo;
-  int tiles = 0;  ///< N * p_blocks * q_blocks * f_blocks; the league strides over them
 
+  /// Team `league_rank` computes tile league_rank (filter blocks fastest, then block
+  /// columns, block rows, images).
   KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
     const int t = team.team_rank();
     unsigned char* const scratch = static_cast<unsigned char*>(
@@ -142,38 +142,9 @@ struct TensorCoreHaloKernel {
     const std::uint32_t tiles_at = scratch_address(scratch);
     const std::uint32_t full_at = tiles_at + data_bytes;  // stage b's barrier: + 8 b
     const std::uint32_t halo_bar = full_at + 8 * S;
+    const std::uint32_t halo_at = tiles_at + halo_offset;
 
-    if (t == 0) {
-      for (int b = 0; b <= S; ++b)
-        tma_barrier_init(full_at + 8 * b, 1);
-      tma_fence_barrier_init();
-      for (int m = 0; m < 3; ++m)
-        tma_acquire_tensor_map(maps + m);
-    }
-    team.team_barrier();
-
-    // The stages and halos count on across tiles, so that each barrier's phases alternate
-    // as they did in the tile before.
-    const int taps = geo.R * geo.S, blocks = geo.C / BK;
-    int stages_before = 0, halos_before = 0;
-    for (int tile = team.league_rank(); tile < tiles; tile += team.league_size()) {
-      run_tile(team, tile, stages_before, halos_before, scratch, tiles_at, full_at, halo_bar);
-      stages_before += taps * blocks;
-      halos_before += blocks;
-    }
-
-    team.team_barrier();  // every warp is past its last barrier wait
-    if (t == 0)
-      for (int b = 0; b <= S; ++b)
-        tma_barrier_invalidate(full_at + 8 * b);  // (a block may run another team next)
-  }
-
-  KOKKOS_INLINE_FUNCTION void run_tile(const member_type& team, int tile, int stages_before,
-                                       int halos_before, unsigned char* scratch,
-                                       std::uint32_t tiles_at, std::uint32_t full_at,
-                                       std::uint32_t halo_bar) const {
-    const int t = team.team_rank();
-    int rest = tile;
+    int rest = team.league_rank();
     const int fb = rest % geo.f_blocks;
     rest /= geo.f_blocks;
     const int qb = rest % geo.q_blocks;
@@ -182,13 +153,12 @@ struct TensorCoreHaloKernel {
     const int n = rest / geo.p_blocks;
     const int f0 = fb * BF, p0 = pb * BH, q0 = qb * BW;
     const int taps = geo.R * geo.S, steps = taps * (geo.C / BK);
-    const std::uint32_t halo_at = tiles_at + halo_offset;
     const std::uint32_t halo_bytes = std::uint32_t((BH + geo.R - 1) * geo.halo_cols) * row_bytes;
 
     // Filter stage `step` (channel block step / taps, tap step % taps) into its buffer,
     // and channel block `block`'s halo (thread 0).
     auto issue_w = [&](int step) {
-      const int buffer = (stages_before + step) % S;
+      const int buffer = step % S;
       const int block = step / taps, tap = step - block * taps;
       const std::uint32_t bar = full_at + 8 * buffer;
       tma_barrier_arrive_expect(bar, w_stage_bytes);
@@ -199,24 +169,44 @@ struct TensorCoreHaloKernel {
       tma_barrier_arrive_expect(halo_bar, halo_bytes);
       tma_load_tile_4d(halo_at, maps, halo_bar, block * BK, q0 - geo.pad_w, p0 - geo.pad_h, n);
     };
-    // (The previous tile's output, staged in the filter buffers, has been read by its TMA
-    // store: thread 0 waited for that before returning.)
+
     if (t == 0) {
+      for (int b = 0; b <= S; ++b)
+        tma_barrier_init(full_at + 8 * b, 1);
+      tma_fence_barrier_init();
+    }
+    team.team_barrier();
+    // A team per tile (a team walking tiles kept ptxas from the 96 registers of five teams
+    // a multiprocessor: the harness's block per tile ran 10-15% faster, session 29), so
+    // each team acquires the tensor maps: thread 0 x's and w's, each just before its first
+    // copy, thread 32 y's for the store it issues, at the same time.
+    if (t == 0) {
+      tma_acquire_tensor_map(maps);
       issue_halo(0);
+      tma_acquire_tensor_map(maps + 1);
       for (int step = 0; step < S && step < steps; ++step)
         issue_w(step);
+    } else if (t == 32) {
+      tma_acquire_tensor_map(maps + 2);
     }
 
+    // The sums start at the bias (lane (g, tig) holds filters 8 ni + 2 tig and + 1 of
+    // each n8 block), so that the epilogue holds no bias registers besides the sums
+    // (ptxas, unbounded: 93 registers so, 103 with the bias added there; session 30).
+    const int warp = t / 32, lane = t % 32;
     float acc[MI][NI][4];
     KCNN_DEVICE_UNROLL
-    for (int mi = 0; mi < MI; ++mi)
+    for (int ni = 0; ni < NI; ++ni) {
+      const int m = f0 + 8 * ni + 2 * (lane % 4);
+      const float b0 = bias && m < geo.M ? to_compute(bias[m]) : 0.f;
+      const float b1 = bias && m + 1 < geo.M ? to_compute(bias[m + 1]) : 0.f;
       KCNN_DEVICE_UNROLL
-    for (int ni = 0; ni < NI; ++ni)
-      KCNN_DEVICE_UNROLL
-    for (int e = 0; e < 4; ++e)
-      acc[mi][ni][e] = 0.f;
+      for (int mi = 0; mi < MI; ++mi) {
+        acc[mi][ni][0] = acc[mi][ni][2] = b0;
+        acc[mi][ni][1] = acc[mi][ni][3] = b1;
+      }
+    }
 
-    const int warp = t / 32, lane = t % 32;
 #if !defined(KCNN_ARCH_WGMMA)
     const MmaSyncLaneRows<Rows, KS> lanes(0, 0, lane);
 #endif
@@ -232,11 +222,10 @@ struct TensorCoreHaloKernel {
           if (t == 0) issue_halo(block);
           reconverge_warp();
         }
-        tma_barrier_wait(halo_bar, (halos_before + block) & 1);
+        tma_barrier_wait(halo_bar, block & 1);
       }
-      const int stage = stages_before + step;
-      const int buffer = stage % S;
-      tma_barrier_wait(full_at + 8 * buffer, (stage / S) & 1);
+      const int buffer = step % S;
+      tma_barrier_wait(full_at + 8 * buffer, (step / S) & 1);
       const std::uint32_t w_stage = tiles_at + buffer * w_stage_bytes;
       const int tap_pixel = r * geo.halo_cols + s;
 #if defined(KCNN_ARCH_WGMMA)
@@ -267,15 +256,20 @@ struct TensorCoreHaloKernel {
     wgmma_wait<0>();
     team.team_barrier();  // every warp is done with the halo and the filter buffers
 
-    tma_stage_output(acc, scratch, bias, geo.M, f0, warp, lane, activation);
+    tma_stage_output(acc, scratch, static_cast<const T*>(nullptr), geo.M, f0, warp, lane,
+                     activation);
     tma_fence_scratch_writes();
     team.team_barrier();
-    if (t == 0) {
+    if (t == 32) {
       KCNN_DEVICE_UNROLL
       for (int box = 0; box < BF / 64; ++box)
         tma_store_tile_4d(maps + 2, tiles_at + box * out_box_bytes, f0 + 64 * box, q0, p0, n);
       tma_store_commit_and_wait_read();
     }
+    team.team_barrier();  // the store has read the scratch; every warp is past its waits
+    if (t == 0)
+      for (int b = 0; b <= S; ++b)
+        tma_barrier_invalidate(full_at + 8 * b);  // (a block may run another team next)
   }
 
   /// Reconverges the issuing lane with its warp before the next warp-wide instruction.

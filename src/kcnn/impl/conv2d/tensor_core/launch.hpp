@@ -780,13 +780,12 @@ std::size_t tensor_core_launch_halo_tile(const ExecSpace& space,
 
   TmaDescriptorCache<ExecSpace> cache(space);
   const auto entry = cache.find_or_insert(maps);
+  // A team per tile (halo_kernel.hpp says why); tensor_core_halo_problem_fits bounded
+  // the count to int.
   const std::int64_t tiles = pb.N * geo.p_blocks * geo.q_blocks * geo.f_blocks;
-  // At most the teams resident at the tile's launch bounds, each walking tiles
-  // (tensor_core_tma_league).
-  Policy policy(space, static_cast<int>(tensor_core_tma_league<Tile>(tiles, space)), Tile::threads);
+  Policy policy(space, static_cast<int>(tiles), Tile::threads);
   policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes()));
-  Kernel kernel{entry.maps, o.bias, o.activation, geo};
-  kernel.tiles = static_cast<int>(tiles);
+  const Kernel kernel{entry.maps, o.bias, o.activation, geo};
   Kokkos::parallel_for("kcnn::conv2d::tensor_core_halo", policy, kernel);
   if (staging)  // y's packed copy into y, through y's strides
     channels_last_transpose16<false>(space, static_cast<const T*>(work.y_copy), o.y, o.ys, pb.N,

@@ -155,9 +155,7 @@ struct TensorCoreTmaTile {
 template <class T, int BH_, int BF_, int Stages_, int MinTeams_, int HaloPixels_>
 struct TensorCoreHaloTile {
   static constexpr int BH = BH_, BW = 8, BF = BF_, Stages = Stages_;
-  static constexpr int BP = BH * BW;  ///< output pixels of a tile
   static constexpr int halo_pixels = HaloPixels_;
-  static constexpr int row_bytes = 128;
   static constexpr int threads = 128;
   static constexpr int min_teams_per_sm = MinTeams_;
   static_assert(BH % 8 == 0 && BF == 64, "m64n64k16 slabs of eight 8-pixel rows");

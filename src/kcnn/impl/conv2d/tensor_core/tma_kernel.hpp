@@ -72,12 +72,20 @@ struct TensorCoreTmaGeometry {
 /// f0 + 8 ni + 2 tig (+ 1), one 4-byte write each; chunk ni % 8 of a row sits at chunk
 /// (ni % 8) ^ (row % 8), so a warp's 32 writes hit 32 banks. `bias`: nullptr for none;
 /// filters from M on take none.
+///
+/// Tiles of up to 64 accumulators write through 32-bit shared-window addresses
+/// (scratch_store_32): the compiler forms the writes' addresses ahead, and as generic
+/// pointers they took two registers each (ptxas, sm_90a: the halo tile 128 -> 93
+/// registers, the TMA kernel's 128 x 64 tile 128 -> 102, 64 x 128 86 -> 69; session 30).
+/// The 128 x 128 tile keeps the generic pointers: its spills grew 76 -> 160 bytes with
+/// the 32-bit addresses.
 template <class T, int MI, int NI, class Act>
 KOKKOS_INLINE_FUNCTION void tma_stage_output_as(const float (&acc)[MI][NI][4], unsigned char* out,
                                                 const T* bias, int M, int f0, int warp, int lane,
                                                 const Act& act) {
   constexpr std::uint32_t box_bytes = MI * 64 * 128;
   const int g = lane / 4, tig = lane % 4;
+  const std::uint32_t out_at = scratch_address(out);
   KCNN_DEVICE_UNROLL
   for (int ni = 0; ni < NI; ++ni) {
     const int m = f0 + 8 * ni + 2 * tig;
@@ -89,8 +97,18 @@ KOKKOS_INLINE_FUNCTION void tma_stage_output_as(const float (&acc)[MI][NI][4], u
       KCNN_DEVICE_UNROLL
     for (int h = 0; h < 2; ++h) {
       const int row = 64 * mi + 16 * warp + g + 8 * h;
-      *reinterpret_cast<std::uint32_t*>(box + row * 128 + (((ni % 8) ^ (row % 8)) << 4) + 4 * tig) =
+      const std::uint32_t packed =
           round_and_pack_16bit<T>(act(acc[mi][ni][2 * h] + b0), act(acc[mi][ni][2 * h + 1] + b1));
+      if constexpr (MI * NI <= 16) {
+        // row % 8 == g, and the box is 1,024-byte aligned: the swizzle is an XOR of the
+        // row's address (chunk g) with ni % 8.
+        scratch_store_32((out_at + (ni / 8) * box_bytes + row * 128 + (g << 4) + 4 * tig) ^
+                             ((ni % 8) << 4),
+                         packed);
+      } else {
+        *reinterpret_cast<std::uint32_t*>(box + row * 128 + (((ni % 8) ^ (row % 8)) << 4) +
+                                          4 * tig) = packed;
+      }
     }
   }
 }
