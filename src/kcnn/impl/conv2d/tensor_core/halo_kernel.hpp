@@ -156,7 +156,7 @@ struct TensorCoreHaloKernel {
     const std::uint32_t halo_bytes = std::uint32_t((BH + geo.R - 1) * geo.halo_cols) * row_bytes;
 
     // Filter stage `step` (channel block step / taps, tap step % taps) into its buffer,
-    // and channel block `block`'s halo (thread 0).
+    // and channel block `block`'s halo.
     auto issue_w = [&](int step) {
       const int buffer = step % S;
       const int block = step / taps, tap = step - block * taps;
@@ -170,25 +170,26 @@ struct TensorCoreHaloKernel {
       tma_load_tile_4d(halo_at, maps, halo_bar, block * BK, q0 - geo.pad_w, p0 - geo.pad_h, n);
     };
 
+    // A team per tile (teams walking tiles ran 10-20% slower in the harness, session
+    // 29), so every team acquires the three tensor maps: one thread each, at once, before
+    // the team barrier; the thread that acquired a map issues every copy through it
+    // (thread 0 x's halos, thread 32 w's stages, thread 64 y's store).
     if (t == 0) {
       for (int b = 0; b <= S; ++b)
         tma_barrier_init(full_at + 8 * b, 1);
       tma_fence_barrier_init();
-    }
-    team.team_barrier();
-    // A team per tile (a team walking tiles kept ptxas from the 96 registers of five teams
-    // a multiprocessor: the harness's block per tile ran 10-15% faster, session 29), so
-    // each team acquires the tensor maps: thread 0 x's and w's, each just before its first
-    // copy, thread 32 y's for the store it issues, at the same time.
-    if (t == 0) {
       tma_acquire_tensor_map(maps);
       issue_halo(0);
-      tma_acquire_tensor_map(maps + 1);
-      for (int step = 0; step < S && step < steps; ++step)
-        issue_w(step);
     } else if (t == 32) {
+      tma_acquire_tensor_map(maps + 1);
+    } else if (t == 64) {
       tma_acquire_tensor_map(maps + 2);
     }
+    team.team_barrier();  // the barriers are initialized
+    if (t == 32)
+      for (int step = 0; step < S && step < steps; ++step)
+        issue_w(step);
+    reconverge_warp();
 
     // The sums start at the bias (lane (g, tig) holds filters 8 ni + 2 tig and + 1 of
     // each n8 block), so that the epilogue holds no bias registers besides the sums
@@ -250,7 +251,7 @@ struct TensorCoreHaloKernel {
       const int done = step;
 #endif
       // Refill the buffer read last: the previous stage's (wgmma) or this one's.
-      if (t == 0 && done >= 0 && done + S < steps) issue_w(done + S);
+      if (t == 32 && done >= 0 && done + S < steps) issue_w(done + S);
       reconverge_warp();
     }
     wgmma_wait<0>();
@@ -260,7 +261,7 @@ struct TensorCoreHaloKernel {
                      activation);
     tma_fence_scratch_writes();
     team.team_barrier();
-    if (t == 32) {
+    if (t == 64) {
       KCNN_DEVICE_UNROLL
       for (int box = 0; box < BF / 64; ++box)
         tma_store_tile_4d(maps + 2, tiles_at + box * out_box_bytes, f0 + 64 * box, q0, p0, n);

@@ -359,13 +359,13 @@ struct TensorCoreTiles {
   /// tap, the halo once per 64 channels for all nine. Its cost is the pixels past the
   /// output's edges: 16 x 8 blocks cover 56 x 56 with 12.5% waste, 28 x 28 and 14 x 14
   /// with 23%, 7 x 7 with 62% (where it loses); tensor_core_tma_tile takes it where the
-  /// blocks' pixels are at least 3/4 useful. In kcnn (kcnn_perf, the same H200, RESULTS.md
-  /// session 29) the calls took 0.058 / 0.055 / 0.053 ms, the kernel 52 / 50 / 51 us by
-  /// ncu against the harness's ~34; the harness wrapped in a tile loop with barrier phases
-  /// counted from a running total, as kcnn's kernel is, lost the same 20-25% (at 120
-  /// registers; walking tiles and the fences added little): that code is the gap. At 5
-  /// teams per multiprocessor (96 registers) ptxas spills 140 bytes, at 4 (128 registers)
-  /// none; the calls took the same time within noise both ways (runs 1 and 2 there).
+  /// blocks' pixels are at least 3/4 useful. In kcnn (kcnn_perf, the same H200) the kernel
+  /// took 52 / 50 / 51 us by ncu in session 29, when its teams walked tiles at 96
+  /// registers with spills; as a team per tile at 90 registers without (the epilogue's
+  /// stores through 32-bit addresses, the sums started at the bias), 49 / 45 / 39 us, and
+  /// 46 / 44 / 39 with the three tensor maps acquired by three threads at once (session
+  /// 30, RESULTS.md). At 4 teams per multiprocessor (128 registers) the walking kernel
+  /// took the same time as at 5.
   template <class T>
   using TmaHalo = TensorCoreHaloTile<T, 16, 64, 2, 5, 180>;
 };
