@@ -102,9 +102,9 @@ KOKKOS_INLINE_FUNCTION void tma_stage_output_as(const float (&acc)[MI][NI][4], u
       if constexpr (MI * NI <= 16) {
         // row % 8 == g, and the box is 1,024-byte aligned: the swizzle is an XOR of the
         // row's address (chunk g) with ni % 8.
-        scratch_store_32((out_at + (ni / 8) * box_bytes + row * 128 + (g << 4) + 4 * tig) ^
-                             ((ni % 8) << 4),
-                         packed);
+        scratch_store_32(
+            (out_at + (ni / 8) * box_bytes + row * 128 + (g << 4) + 4 * tig) ^ ((ni % 8) << 4),
+            packed);
       } else {
         *reinterpret_cast<std::uint32_t*>(box + row * 128 + (((ni % 8) ^ (row % 8)) << 4) +
                                           4 * tig) = packed;
