@@ -628,6 +628,22 @@ struct TensorCoreTmaWorkspace {
   }
 };
 
+/// A 4-D NHWC tensor as its tensor maps take it: extents (channels, columns, rows, images)
+/// and the byte strides of a column, a row and an image.
+struct TmaNhwcShape {
+  std::uint64_t extents[4];
+  std::uint64_t byte_strides[3];
+};
+
+/// x's shape (through its strides) for operands `o` of N images.
+template <class T, class Y>
+TmaNhwcShape tma_x_shape(const ImplicitGemmOperands<Layout::NHWC, T, Y>& o, std::int64_t N) {
+  const UnrollMap<Layout::NHWC>& m = o.map;
+  return {{std::uint64_t(m.C), std::uint64_t(m.W), std::uint64_t(m.H), std::uint64_t(N)},
+          {sizeof(T) * std::uint64_t(o.xs.w), sizeof(T) * std::uint64_t(o.xs.h),
+           sizeof(T) * std::uint64_t(o.xs.n)}};
+}
+
 /// The TMA kernel on tile `Tile`: its tensor maps from the instance's TmaDescriptorCache
 /// (encoded on the host, written to the device only when new), the workspace within
 /// `limit`, [staged copies][y's packed copy][partial sums]; returns its bytes. `staging`
@@ -670,14 +686,10 @@ std::size_t tensor_core_launch_tma_tile(const ExecSpace& space,
   constexpr TmaSwizzle rows = Tile::row_bytes == 128 ? TmaSwizzle::Bytes128 : TmaSwizzle::Bytes64;
   const UnrollMap<Layout::NHWC>& m = o.map;
   TmaDescriptor maps[3];
-  const std::uint64_t x_extents[4] = {std::uint64_t(m.C), std::uint64_t(m.W), std::uint64_t(m.H),
-                                      std::uint64_t(pb.N)};
-  const std::uint64_t x_strides[3] = {sizeof(T) * std::uint64_t(o.xs.w),
-                                      sizeof(T) * std::uint64_t(o.xs.h),
-                                      sizeof(T) * std::uint64_t(o.xs.n)};
+  const TmaNhwcShape x_shape = tma_x_shape(o, pb.N);
   const bool encoded =
-      tma_encode_im2col_nhwc<bf16>(maps[0], o.x, x_extents, x_strides, int(m.pad_w), int(m.pad_h),
-                                   int((m.S - 1) * m.dilation_w + 1),
+      tma_encode_im2col_nhwc<bf16>(maps[0], o.x, x_shape.extents, x_shape.byte_strides,
+                                   int(m.pad_w), int(m.pad_h), int((m.S - 1) * m.dilation_w + 1),
                                    int((m.R - 1) * m.dilation_h + 1), int(m.stride_w),
                                    int(m.stride_h), Rows::BK, Tile::BP, rows) &&
       tma_encode_matrix<bf16>(maps[1], o.w, std::uint64_t(o.M), std::uint64_t(o.K),
@@ -755,11 +767,7 @@ std::size_t tensor_core_launch_halo_tile(const ExecSpace& space,
   geo.q_blocks = int((m.Q + Tile::BW - 1) / Tile::BW);
   geo.f_blocks = int((o.M + Tile::BF - 1) / Tile::BF);
   TmaDescriptor maps[3];
-  const std::uint64_t x_extents[4] = {std::uint64_t(m.C), std::uint64_t(m.W), std::uint64_t(m.H),
-                                      std::uint64_t(pb.N)};
-  const std::uint64_t x_strides[3] = {sizeof(T) * std::uint64_t(o.xs.w),
-                                      sizeof(T) * std::uint64_t(o.xs.h),
-                                      sizeof(T) * std::uint64_t(o.xs.n)};
+  const TmaNhwcShape x_shape = tma_x_shape(o, pb.N);
   const int halo_box[3] = {TensorCoreScratchRows<T, 128>::BK, geo.halo_cols, Tile::BH + geo.R - 1};
   const std::uint64_t y_extents[4] = {std::uint64_t(o.M), std::uint64_t(m.Q), std::uint64_t(m.P),
                                       std::uint64_t(pb.N)};
@@ -768,7 +776,7 @@ std::size_t tensor_core_launch_halo_tile(const ExecSpace& space,
                                       sizeof(T) * std::uint64_t(m.P * m.Q * o.M)};
   const int y_box[3] = {64, Tile::BW, Tile::BH};
   const bool encoded =
-      tma_encode_nhwc_box<bf16>(maps[0], o.x, x_extents, x_strides, halo_box) &&
+      tma_encode_nhwc_box<bf16>(maps[0], o.x, x_shape.extents, x_shape.byte_strides, halo_box) &&
       tma_encode_matrix<bf16>(maps[1], o.w, std::uint64_t(o.M), std::uint64_t(o.K),
                               sizeof(T) * std::uint64_t(o.K), Tile::BF,
                               TensorCoreScratchRows<T, 128>::BK, TmaSwizzle::Bytes128) &&
