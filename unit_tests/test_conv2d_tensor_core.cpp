@@ -7,6 +7,8 @@
 // combinations throw before writing; TensorCoreGemm's can_implement per backend.
 #include "test_support.hpp"
 
+#include <kcnn/impl/arch/grid_constant_launch.hpp>
+
 #include <cstring>
 
 namespace kcnn_test {
@@ -558,6 +560,77 @@ TEST(TensorCoreGemm, CanImplementNamesItsLimits) {
             << why(MathMode::TF32);
       }
     });
+}
+
+/// The grid-constant parameter of GridConstantProbe's launches.
+struct GridConstantTable {
+  int values[64];
+};
+
+/// What launch_grid_constant_teams' kernel shows a team: each thread writes its league
+/// and team ranks, the value it reads from the grid-constant parameter through a member's
+/// address (as the TMA kernels hand their tensor maps' addresses to the hardware), and
+/// whether its scratch starts on 1,024 bytes and holds what the team wrote there.
+struct GridConstantProbe {
+  static constexpr int kThreads = 64;
+  int* out;  ///< 4 ints per thread
+
+  KOKKOS_INLINE_FUNCTION void operator()(const kcnn::Impl::GridConstantTeam& team,
+                                         const GridConstantTable& table) const {
+    const int t = team.team_rank(), league = team.league_rank();
+    unsigned char* const scratch = team.scratch_aligned(1024);
+    int* const shared = reinterpret_cast<int*>(scratch);
+    shared[t] = league * 1000 + t;
+    team.team_barrier();
+    const int* const member = table.values;  // the parameter's own address
+    int* const mine = out + 4 * (league * kThreads + t);
+    mine[0] = league;
+    mine[1] = t;
+    mine[2] = member[(t + league) % kThreads];
+    const bool aligned = reinterpret_cast<std::uintptr_t>(scratch) % 1024 == 0;
+    mine[3] = aligned && shared[kThreads - 1 - t] == league * 1000 + kThreads - 1 - t &&
+              team.league_size() == 7;
+  }
+};
+
+/// The grid-constant launch (arch/grid_constant_launch.hpp, CUDA only): every team of the
+/// league runs with its ranks, member addresses read the parameter, the scratch is
+/// aligned as asked, Kokkos Tools see the label, and asking for more scratch than the
+/// kernel's limit throws before launching.
+TEST(GridConstantLaunch, RunsEveryTeamOnTheInstancesStream) {
+#if !defined(KOKKOS_ENABLE_CUDA)
+  GTEST_SKIP() << "a grid-constant launch is CUDA's";
+#else
+  namespace I = kcnn::Impl;
+  constexpr int teams = 7, threads = GridConstantProbe::kThreads;
+  constexpr std::size_t scratch = threads * sizeof(int) + 1024;
+  Kokkos::View<int*, Kokkos::CudaSpace> out("out", 4 * teams * threads);
+  Kokkos::deep_copy(out, -1);
+  GridConstantTable table{};
+  for (int i = 0; i < threads; ++i)
+    table.values[i] = 3 * i + 11;
+  const GridConstantProbe probe{out.data()};
+  const Kokkos::Cuda space;
+  {
+    const LaunchedKernels launched;
+    I::launch_grid_constant_teams<threads, 1, scratch>(space, "kcnn::test::grid_constant", teams,
+                                                       scratch, probe, table);
+    EXPECT_TRUE(launched.saw("kcnn::test::grid_constant"));
+  }
+  space.fence();
+  const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);
+  for (int league = 0; league < teams; ++league)
+    for (int t = 0; t < threads; ++t) {
+      const int* const mine = &host(4 * (league * threads + t));
+      EXPECT_EQ(mine[0], league);
+      EXPECT_EQ(mine[1], t);
+      EXPECT_EQ(mine[2], 3 * ((t + league) % threads) + 11);
+      EXPECT_EQ(mine[3], 1) << "team " << league << " thread " << t;
+    }
+  EXPECT_THROW((I::launch_grid_constant_teams<threads, 1, scratch>(
+                   space, "kcnn::test::grid_constant", teams, scratch + 1, probe, table)),
+               std::runtime_error);
+#endif
 }
 
 }  // namespace
