@@ -18,10 +18,10 @@
 /// to a tiled map and clip it at the tensor's edges.
 ///
 /// The hardware reads a tensor map from global (or constant, or kernel-parameter) memory
-/// at a 64-byte aligned address. A Kokkos functor is a kernel parameter only by value, and
-/// its address is then a local copy, so kcnn writes the maps into device memory with a
-/// small kernel and the consumer acquires them once per team
-/// (tma_acquire_tensor_map: the maps were written through ordinary stores).
+/// at a 64-byte aligned address. kcnn's maps are kernel parameters: members of a functor
+/// launched as a grid-constant parameter (arch/grid_constant_launch.hpp), which needs no
+/// fence before the copies (maps written to global memory by ordinary stores would need
+/// fence.proxy.tensormap::generic.acquire in every team).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -44,6 +44,13 @@ namespace kcnn::Impl {
 /// backend.
 struct alignas(128) TmaDescriptor {
   std::uint64_t words[16];
+};
+
+/// A kernel's three tensor maps (its input, filters and output), the grid-constant
+/// parameter of its launch (arch/grid_constant_launch.hpp): their addresses are the
+/// parameter's.
+struct TmaMaps {
+  TmaDescriptor x, w, y;
 };
 
 // ---------------------------------------------------------------- device side
@@ -104,16 +111,6 @@ KOKKOS_FORCEINLINE_FUNCTION void tma_barrier_invalidate(std::uint32_t bar) {
   asm volatile("mbarrier.inval.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 #else
   (void)bar;
-#endif
-}
-
-/// Orders the earlier ordinary writes of the tensor map at `map` (another kernel's)
-/// before this thread's TMA copies through it.
-KOKKOS_FORCEINLINE_FUNCTION void tma_acquire_tensor_map(const TmaDescriptor* map) {
-#if defined(KCNN_ARCH_TMA)
-  asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(map) : "memory");
-#else
-  (void)map;
 #endif
 }
 

@@ -106,8 +106,8 @@ std::uintptr_t instance_key(const ExecSpace& space) {
 /// an algorithm that takes the other (Im2colGemm's unrolled matrix).
 struct ScratchForAlgorithms {};
 struct ScratchForUnpooledOutput {};
-/// The TMA kernel's tensor maps, kept between calls (TmaDescriptorCache).
-struct ScratchForTensorMaps {};
+/// The split TMA kernel's tile counters, kept (zero) between calls (TmaSplitCounters).
+struct ScratchForSplitCounters {};
 
 template <class ExecSpace, class Purpose = ScratchForAlgorithms>
 class WorkspaceCache {

@@ -29,8 +29,9 @@
 ///
 /// The epilogue is the TMA kernel's (tma_stage_output), the output tile leaves by a TMA
 /// store through a 4-D map of y (NHWC packed: (M, Q, P, N)), which clips the block at the
-/// image's edges. A team computes one tile. Compiled without wgmma (a plain sm_90 pass), the
-/// warps multiply with mma.sync on the same scratch (halo_mma_sync_stage).
+/// image's edges. A team (a thread block, launched by launch_grid_constant_teams with the
+/// tensor maps its grid-constant parameter) computes one tile. Compiled without wgmma (a plain
+/// sm_90 pass), the warps multiply with mma.sync on the same scratch (halo_mma_sync_stage).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -39,6 +40,7 @@
 #include <cstdint>
 
 #include "../../arch/async_copy.hpp"
+#include "../../arch/grid_constant_launch.hpp"
 #include "../../arch/macros.hpp"
 #include "../../arch/mma.hpp"
 #include "../../arch/tma.hpp"
@@ -99,9 +101,8 @@ KOKKOS_FORCEINLINE_FUNCTION void halo_mma_sync_stage(float (&acc)[MI][NI][4], st
   }
 }
 
-template <class Tile, TensorCoreMath Math, class ExecSpace>
+template <class Tile, TensorCoreMath Math>
 struct TensorCoreHaloKernel {
-  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using T = typename TensorCoreOp<Math>::element;
   using Rows = TensorCoreScratchRows<T, 128>;
   static_assert(is_16bit_math(Math), "the halo kernel multiplies 16-bit factors");
@@ -125,20 +126,18 @@ struct TensorCoreHaloKernel {
   static constexpr std::size_t alignment = 1024;
   static_assert(w_stage_bytes % alignment == 0, "the halo on a swizzle repeat");
   KOKKOS_INLINE_FUNCTION static constexpr std::size_t scratch_bytes() {
-    return std::size_t(data_bytes) + control_bytes + alignment;  // + get_shmem_aligned's slack
+    return std::size_t(data_bytes) + control_bytes + alignment;  // + scratch_aligned's slack
   }
 
-  const TmaDescriptor* maps;  ///< device: [x halo box, w matrix, y box]
-  const T* bias;              ///< nullptr: none
+  const T* bias;  ///< nullptr: none
   Activation activation;
   TensorCoreHaloGeometry geo;
 
   /// Team `league_rank` computes tile league_rank (filter blocks fastest, then block
   /// columns, block rows, images).
-  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+  KOKKOS_INLINE_FUNCTION void operator()(const GridConstantTeam& team, const TmaMaps& tma) const {
     const int t = team.team_rank();
-    unsigned char* const scratch = static_cast<unsigned char*>(
-        team.team_scratch(0).get_shmem_aligned(std::size_t(data_bytes) + control_bytes, alignment));
+    unsigned char* const scratch = team.scratch_aligned(alignment);
     const std::uint32_t tiles_at = scratch_address(scratch);
     const std::uint32_t full_at = tiles_at + data_bytes;  // stage b's barrier: + 8 b
     const std::uint32_t halo_bar = full_at + 8 * S;
@@ -162,51 +161,42 @@ struct TensorCoreHaloKernel {
       const int block = step / taps, tap = step - block * taps;
       const std::uint32_t bar = full_at + 8 * buffer;
       tma_barrier_arrive_expect(bar, w_stage_bytes);
-      tma_load_tile_2d(tiles_at + buffer * w_stage_bytes, maps + 1, bar, tap * geo.C + block * BK,
+      tma_load_tile_2d(tiles_at + buffer * w_stage_bytes, &tma.w, bar, tap * geo.C + block * BK,
                        f0);
     };
     auto issue_halo = [&](int block) {
       tma_barrier_arrive_expect(halo_bar, halo_bytes);
-      tma_load_tile_4d(halo_at, maps, halo_bar, block * BK, q0 - geo.pad_w, p0 - geo.pad_h, n);
+      tma_load_tile_4d(halo_at, &tma.x, halo_bar, block * BK, q0 - geo.pad_w, p0 - geo.pad_h, n);
     };
 
     // A team per tile (teams walking tiles ran 10-20% slower in the harness, session
-    // 29), so every team acquires the three tensor maps: one thread each, at once, before
-    // the team barrier; the thread that acquired a map issues every copy through it
-    // (thread 0 x's halos, thread 32 w's stages, thread 64 y's store).
+    // 29). Thread 0 sets up the barriers and issues the first halo and filter stages;
+    // thread 32 refills the filter stages, thread 64 stores the tile.
     if (t == 0) {
       for (int b = 0; b <= S; ++b)
         tma_barrier_init(full_at + 8 * b, 1);
       tma_fence_barrier_init();
-      tma_acquire_tensor_map(maps);
       issue_halo(0);
-    } else if (t == 32) {
-      tma_acquire_tensor_map(maps + 1);
-    } else if (t == 64) {
-      tma_acquire_tensor_map(maps + 2);
-    }
-    team.team_barrier();  // the barriers are initialized
-    if (t == 32)
       for (int step = 0; step < S && step < steps; ++step)
         issue_w(step);
-    reconverge_warp();
+    }
+    team.team_barrier();  // the barriers are initialized
 
-    // The sums start at the bias (lane (g, tig) holds filters 8 ni + 2 tig and + 1 of
-    // each n8 block), so that the epilogue holds no bias registers besides the sums
-    // (ptxas, unbounded: 93 registers so, 103 with the bias added there; session 30).
+    // The sums start at zero and the epilogue adds the bias. Started at the bias (two
+    // registers fewer, session 30), they made ptxas serialize the wgmma batches (C7515:
+    // "non wgmma instructions defining accumulator registers ... between start and end of
+    // the pipeline stage"; a wait after every wgmma) once the kernel was launched outside
+    // Kokkos' TeamPolicy: 0.046-0.047 ms against 0.040 on the 64-, 128- and 256-channel
+    // layers (H200, the same launch; session 31). 91 registers, no spills.
     const int warp = t / 32, lane = t % 32;
     float acc[MI][NI][4];
     KCNN_DEVICE_UNROLL
-    for (int ni = 0; ni < NI; ++ni) {
-      const int m = f0 + 8 * ni + 2 * (lane % 4);
-      const float b0 = bias && m < geo.M ? to_compute(bias[m]) : 0.f;
-      const float b1 = bias && m + 1 < geo.M ? to_compute(bias[m + 1]) : 0.f;
+    for (int mi = 0; mi < MI; ++mi)
       KCNN_DEVICE_UNROLL
-      for (int mi = 0; mi < MI; ++mi) {
-        acc[mi][ni][0] = acc[mi][ni][2] = b0;
-        acc[mi][ni][1] = acc[mi][ni][3] = b1;
-      }
-    }
+    for (int ni = 0; ni < NI; ++ni)
+      KCNN_DEVICE_UNROLL
+    for (int e = 0; e < 4; ++e)
+      acc[mi][ni][e] = 0.f;
 
 #if !defined(KCNN_ARCH_WGMMA)
     const MmaSyncLaneRows<Rows, KS> lanes(0, 0, lane);
@@ -257,14 +247,13 @@ struct TensorCoreHaloKernel {
     wgmma_wait<0>();
     team.team_barrier();  // every warp is done with the halo and the filter buffers
 
-    tma_stage_output(acc, scratch, static_cast<const T*>(nullptr), geo.M, f0, warp, lane,
-                     activation);
+    tma_stage_output(acc, scratch, bias, geo.M, f0, warp, lane, activation);
     tma_fence_scratch_writes();
     team.team_barrier();
     if (t == 64) {
       KCNN_DEVICE_UNROLL
       for (int box = 0; box < BF / 64; ++box)
-        tma_store_tile_4d(maps + 2, tiles_at + box * out_box_bytes, f0 + 64 * box, q0, p0, n);
+        tma_store_tile_4d(&tma.y, tiles_at + box * out_box_bytes, f0 + 64 * box, q0, p0, n);
       tma_store_commit_and_wait_read();
     }
     team.team_barrier();  // the store has read the scratch; every warp is past its waits

@@ -27,8 +27,8 @@
 #include "few_channels_launch.hpp"
 #include "halo_kernel.hpp"
 #include "packed_weights.hpp"
+#include "split_counters.hpp"
 #include "tile_shapes.hpp"
-#include "tma_descriptor_cache.hpp"
 #include "tma_kernel.hpp"
 
 namespace kcnn::Impl {
@@ -644,8 +644,8 @@ TmaNhwcShape tma_x_shape(const ImplicitGemmOperands<Layout::NHWC, T, Y>& o, std:
            sizeof(T) * std::uint64_t(o.xs.n)}};
 }
 
-/// The TMA kernel on tile `Tile`: its tensor maps from the instance's TmaDescriptorCache
-/// (encoded on the host, written to the device only when new), the workspace within
+/// The TMA kernel on tile `Tile`: its tensor maps encoded on the host and passed as the
+/// launch's grid-constant parameter (launch_grid_constant_teams), the workspace within
 /// `limit`, [staged copies][y's packed copy][partial sums]; returns its bytes. `staging`
 /// (an NCHW call, tensor_core_launch_nchw): x and w are copied channels-last first, the
 /// kernel writes a packed NHWC copy of y and ChannelsLastTranspose16 moves it into y.
@@ -657,9 +657,8 @@ std::size_t tensor_core_launch_tma_tile(const ExecSpace& space,
                                         ImplicitGemmOperands<Layout::NHWC, T, T> o,
                                         const Conv2dProblem& pb, std::size_t limit, LaunchMode mode,
                                         const ChannelsLastStaging<T>* staging) {
-  using Kernel = TensorCoreTmaKernel<Tile, Math, ExecSpace, false>;
-  using SplitKernel = TensorCoreTmaKernel<Tile, Math, ExecSpace, true>;
-  using Policy = BoundedTeamPolicy<ExecSpace, Tile::threads, Tile::min_teams_per_sm>;
+  using Kernel = TensorCoreTmaKernel<Tile, Math, false>;
+  using SplitKernel = TensorCoreTmaKernel<Tile, Math, true>;
   using Rows = TensorCoreScratchRows<T, Tile::row_bytes>;
   constexpr const char* op = "kcnn::conv2d_forward";
   const std::size_t copy_bytes = tensor_core_tma_copy_bytes(o, staging);
@@ -675,9 +674,6 @@ std::size_t tensor_core_launch_tma_tile(const ExecSpace& space,
       k_slices > 1 ? std::size_t(teams) * k_slices * Tile::BP * Tile::BF * sizeof(float) : 0;
   throw_if(teams * k_slices > std::numeric_limits<int>::max(), op, kTensorCoreAlgoName, ": ",
            teams * k_slices, " tiles exceed the launch limit; split the batch");
-  throw_if(Kernel::scratch_bytes() > static_cast<std::size_t>(Policy::scratch_size_max(0)), op,
-           "internal: ", kTensorCoreAlgoName, " tile needs ", Kernel::scratch_bytes(),
-           " bytes of team scratch, more than the backend's ", Policy::scratch_size_max(0));
 
   TensorCoreTmaWorkspace<ExecSpace, T> work(space, o, limit, mode, staging, partial_bytes);
   T* const y_copy = work.y_copy;
@@ -685,24 +681,21 @@ std::size_t tensor_core_launch_tma_tile(const ExecSpace& space,
   constexpr bool bf16 = Math == TensorCoreMath::BF16;
   constexpr TmaSwizzle rows = Tile::row_bytes == 128 ? TmaSwizzle::Bytes128 : TmaSwizzle::Bytes64;
   const UnrollMap<Layout::NHWC>& m = o.map;
-  TmaDescriptor maps[3];
+  TmaMaps tma;
   const TmaNhwcShape x_shape = tma_x_shape(o, pb.N);
   const bool encoded =
-      tma_encode_im2col_nhwc<bf16>(maps[0], o.x, x_shape.extents, x_shape.byte_strides,
-                                   int(m.pad_w), int(m.pad_h), int((m.S - 1) * m.dilation_w + 1),
+      tma_encode_im2col_nhwc<bf16>(tma.x, o.x, x_shape.extents, x_shape.byte_strides, int(m.pad_w),
+                                   int(m.pad_h), int((m.S - 1) * m.dilation_w + 1),
                                    int((m.R - 1) * m.dilation_h + 1), int(m.stride_w),
                                    int(m.stride_h), Rows::BK, Tile::BP, rows) &&
-      tma_encode_matrix<bf16>(maps[1], o.w, std::uint64_t(o.M), std::uint64_t(o.K),
+      tma_encode_matrix<bf16>(tma.w, o.w, std::uint64_t(o.M), std::uint64_t(o.K),
                               sizeof(T) * std::uint64_t(o.K), Tile::BF, Rows::BK, rows) &&
-      tma_encode_matrix<bf16>(maps[2], staging ? y_copy : o.y, std::uint64_t(o.J),
-                              std::uint64_t(o.M), sizeof(T) * std::uint64_t(o.M), Tile::BP, 64,
-                              TmaSwizzle::Bytes128);
+      tma_encode_matrix<bf16>(tma.y, staging ? y_copy : o.y, std::uint64_t(o.J), std::uint64_t(o.M),
+                              sizeof(T) * std::uint64_t(o.M), Tile::BP, 64, TmaSwizzle::Bytes128);
   throw_if(!encoded, op, "internal: ", kTensorCoreAlgoName,
            ": the CUDA driver refused a tensor map of this problem");
   if (mode == LaunchMode::Check) return work.bytes;
 
-  TmaDescriptorCache<ExecSpace> cache(space);
-  const auto entry = cache.find_or_insert(maps);
   TensorCoreTmaGeometry geo;
   geo.M = o.M, geo.C = int(m.C), geo.S = int(m.S);
   geo.Q = int(m.Q), geo.PQ = int(m.P * m.Q);
@@ -711,28 +704,36 @@ std::size_t tensor_core_launch_tma_tile(const ExecSpace& space,
   geo.dilation_h = int(m.dilation_h), geo.dilation_w = int(m.dilation_w);
   geo.steps = steps;
   const int f_blocks = static_cast<int>((o.M + Tile::BF - 1) / Tile::BF);
+  auto launch = [&](auto kernel, int league) {
+    kernel.bias = o.bias;
+    kernel.activation = o.activation;
+    kernel.geo = geo;
+    kernel.f_blocks = f_blocks;
+    kernel.tiles = static_cast<int>(teams);
+    using K = decltype(kernel);
+    launch_grid_constant_teams<Tile::threads, Tile::min_teams_per_sm, K::scratch_bytes()>(
+        space, "kcnn::conv2d::tensor_core_tma", league, K::scratch_bytes(), kernel, tma);
+  };
   bool launched = false;
   if constexpr (Tile::split_k) {
     if (k_slices > 1) {  // a team per (tile, slice): the split's grids are small
-      Policy policy(space, static_cast<int>(teams * k_slices), Tile::threads);
-      policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes()));
-      SplitKernel kernel{entry.maps, o.bias, o.activation, geo, f_blocks, k_slices, per_slice};
-      kernel.tiles = static_cast<int>(teams);
+      const TmaSplitCounters<ExecSpace> counters(space);
+      SplitKernel kernel{};
+      kernel.k_slices = k_slices;
+      kernel.steps_per_slice = per_slice;
       kernel.partial = reinterpret_cast<float*>(work.extra);
-      kernel.counters = entry.counters;
-      Kokkos::parallel_for("kcnn::conv2d::tensor_core_tma", policy, kernel);
+      kernel.counters = counters.data();
+      launch(kernel, static_cast<int>(teams * k_slices));
       launched = true;
     }
   }
   if (!launched) {
     // At most the teams resident at the tile's launch bounds, each walking tiles
     // (tensor_core_tma_league).
-    Policy policy(space, static_cast<int>(tensor_core_tma_league<Tile>(teams, space)),
-                  Tile::threads);
-    policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes()));
-    Kernel kernel{entry.maps, o.bias, o.activation, geo, f_blocks, 1, steps};
-    kernel.tiles = static_cast<int>(teams);
-    Kokkos::parallel_for("kcnn::conv2d::tensor_core_tma", policy, kernel);
+    Kernel kernel{};
+    kernel.k_slices = 1;
+    kernel.steps_per_slice = steps;
+    launch(kernel, static_cast<int>(tensor_core_tma_league<Tile>(teams, space)));
   }
   if (staging)  // y's packed copy into y, through y's strides
     channels_last_transpose16<false>(space, static_cast<const T*>(y_copy), o.y, o.ys, pb.N, o.M,
@@ -741,20 +742,17 @@ std::size_t tensor_core_launch_tma_tile(const ExecSpace& space,
 }
 
 /// The halo kernel on tile `Tile` (halo_kernel.hpp): its tensor maps (x's halo box, w's
-/// matrix, y's box) from the instance's TmaDescriptorCache, the workspace within `limit`
-/// as the TMA kernel's ([staged copies][y's packed copy], tensor_core_tma_workspace);
-/// returns its bytes. Under LaunchMode::Check the maps are encoded too.
+/// matrix, y's box) the launch's grid-constant parameter (launch_grid_constant_teams),
+/// the workspace within `limit` as the TMA kernel's ([staged copies][y's packed copy],
+/// tensor_core_tma_workspace); returns its bytes. Under LaunchMode::Check the maps are
+/// encoded too.
 template <class Tile, TensorCoreMath Math, class ExecSpace, class T>
 std::size_t tensor_core_launch_halo_tile(const ExecSpace& space,
                                          ImplicitGemmOperands<Layout::NHWC, T, T> o,
                                          const Conv2dProblem& pb, std::size_t limit,
                                          LaunchMode mode, const ChannelsLastStaging<T>* staging) {
-  using Kernel = TensorCoreHaloKernel<Tile, Math, ExecSpace>;
-  using Policy = BoundedTeamPolicy<ExecSpace, Tile::threads, Tile::min_teams_per_sm>;
+  using Kernel = TensorCoreHaloKernel<Tile, Math>;
   constexpr const char* op = "kcnn::conv2d_forward";
-  throw_if(Kernel::scratch_bytes() > static_cast<std::size_t>(Policy::scratch_size_max(0)), op,
-           "internal: ", kTensorCoreAlgoName, " halo tile needs ", Kernel::scratch_bytes(),
-           " bytes of team scratch, more than the backend's ", Policy::scratch_size_max(0));
   TensorCoreTmaWorkspace<ExecSpace, T> work(space, o, limit, mode, staging, 0);
 
   const UnrollMap<Layout::NHWC>& m = o.map;
@@ -766,7 +764,7 @@ std::size_t tensor_core_launch_halo_tile(const ExecSpace& space,
   geo.p_blocks = int((m.P + Tile::BH - 1) / Tile::BH);
   geo.q_blocks = int((m.Q + Tile::BW - 1) / Tile::BW);
   geo.f_blocks = int((o.M + Tile::BF - 1) / Tile::BF);
-  TmaDescriptor maps[3];
+  TmaMaps tma;
   const TmaNhwcShape x_shape = tma_x_shape(o, pb.N);
   const int halo_box[3] = {TensorCoreScratchRows<T, 128>::BK, geo.halo_cols, Tile::BH + geo.R - 1};
   const std::uint64_t y_extents[4] = {std::uint64_t(o.M), std::uint64_t(m.Q), std::uint64_t(m.P),
@@ -776,25 +774,23 @@ std::size_t tensor_core_launch_halo_tile(const ExecSpace& space,
                                       sizeof(T) * std::uint64_t(m.P * m.Q * o.M)};
   const int y_box[3] = {64, Tile::BW, Tile::BH};
   const bool encoded =
-      tma_encode_nhwc_box<bf16>(maps[0], o.x, x_shape.extents, x_shape.byte_strides, halo_box) &&
-      tma_encode_matrix<bf16>(maps[1], o.w, std::uint64_t(o.M), std::uint64_t(o.K),
+      tma_encode_nhwc_box<bf16>(tma.x, o.x, x_shape.extents, x_shape.byte_strides, halo_box) &&
+      tma_encode_matrix<bf16>(tma.w, o.w, std::uint64_t(o.M), std::uint64_t(o.K),
                               sizeof(T) * std::uint64_t(o.K), Tile::BF,
                               TensorCoreScratchRows<T, 128>::BK, TmaSwizzle::Bytes128) &&
-      tma_encode_nhwc_box<bf16>(maps[2], work.y_copy ? work.y_copy : o.y, y_extents, y_strides,
+      tma_encode_nhwc_box<bf16>(tma.y, work.y_copy ? work.y_copy : o.y, y_extents, y_strides,
                                 y_box);
   throw_if(!encoded, op, "internal: ", kTensorCoreAlgoName,
            ": the CUDA driver refused a tensor map of this problem");
   if (mode == LaunchMode::Check) return work.bytes;
 
-  TmaDescriptorCache<ExecSpace> cache(space);
-  const auto entry = cache.find_or_insert(maps);
   // A team per tile (halo_kernel.hpp says why); tensor_core_halo_problem_fits bounded
   // the count to int.
   const std::int64_t tiles = pb.N * geo.p_blocks * geo.q_blocks * geo.f_blocks;
-  Policy policy(space, static_cast<int>(tiles), Tile::threads);
-  policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes()));
-  const Kernel kernel{entry.maps, o.bias, o.activation, geo};
-  Kokkos::parallel_for("kcnn::conv2d::tensor_core_halo", policy, kernel);
+  const Kernel kernel{o.bias, o.activation, geo};
+  launch_grid_constant_teams<Tile::threads, Tile::min_teams_per_sm, Kernel::scratch_bytes()>(
+      space, "kcnn::conv2d::tensor_core_halo", static_cast<int>(tiles), Kernel::scratch_bytes(),
+      kernel, tma);
   if (staging)  // y's packed copy into y, through y's strides
     channels_last_transpose16<false>(space, static_cast<const T*>(work.y_copy), o.y, o.ys, pb.N,
                                      o.M, m.P, m.Q);

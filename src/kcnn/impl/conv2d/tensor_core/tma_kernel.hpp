@@ -30,9 +30,10 @@
 /// slices in slice order, so the result does not depend on which team is last, and runs
 /// the epilogue. The partial sums stay in L2.
 ///
-/// The tensor maps live in device memory (TmaDescriptor[3]: x, w, y), in an entry of the
-/// instance's TmaDescriptorCache (tma_descriptor_cache.hpp) with the split counters, which
-/// the last team of each tile sets back to zero.
+/// The tensor maps (TmaMaps: x, w, y) are the grid-constant parameter of the kernel's
+/// launch (launch_grid_constant_teams; arch/grid_constant_launch.hpp says why). The split counters
+/// are the instance's TmaSplitCounters (split_counters.hpp), which the last team of each tile sets
+/// back to zero.
 ///
 /// Compiled without wgmma (a plain sm_90 pass), the warpgroup's warps issue mma.sync on
 /// the same fragments (mma_sync_stage.hpp) and the team synchronizes before a refill.
@@ -46,6 +47,7 @@
 
 #include "../../arch/async_copy.hpp"
 #include "../../arch/convert.hpp"
+#include "../../arch/grid_constant_launch.hpp"
 #include "../../arch/macros.hpp"
 #include "../../arch/tma.hpp"
 #include "../../arch/wgmma.hpp"
@@ -143,9 +145,9 @@ KOKKOS_INLINE_FUNCTION void tma_stage_output(const float (&acc)[MI][NI][4], unsi
 
 /// SplitK: whether the kernel adds K slices (k_slices > 1; compiled apart so that the
 /// fix-up's registers do not weigh on the unsplit kernel's).
-template <class Tile, TensorCoreMath Math, class ExecSpace, bool SplitK>
+template <class Tile, TensorCoreMath Math, bool SplitK>
 struct TensorCoreTmaKernel {
-  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using member_type = GridConstantTeam;
   using T = typename TensorCoreOp<Math>::element;
   using Rows = TensorCoreScratchRows<T, Tile::row_bytes>;
   static_assert(is_16bit_math(Math), "the TMA kernel multiplies 16-bit factors");
@@ -168,11 +170,10 @@ struct TensorCoreTmaKernel {
   static_assert(stage_bytes % alignment == 0 && x_tile_bytes % alignment == 0,
                 "every operand tile on a swizzle repeat");
   KOKKOS_INLINE_FUNCTION static constexpr std::size_t scratch_bytes() {
-    return std::size_t(data_bytes) + control_bytes + alignment;  // + get_shmem_aligned's slack
+    return std::size_t(data_bytes) + control_bytes + alignment;  // + scratch_aligned's slack
   }
 
-  const TmaDescriptor* maps;  ///< device: [x im2col, w matrix, y matrix]
-  const T* bias;              ///< nullptr: none
+  const T* bias;  ///< nullptr: none
   Activation activation;
   TensorCoreTmaGeometry geo;
   int f_blocks;  ///< ceil(M / BF): the league walks the filter blocks fastest (x reuse in L2)
@@ -181,21 +182,17 @@ struct TensorCoreTmaKernel {
   float* partial = nullptr;  ///< split K: (tile, slice)'s raw sums
   int* counters = nullptr;   ///< split K: slices of each tile done
 
-  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team, const TmaMaps& tma) const {
     const int t = team.team_rank();
-    unsigned char* const scratch = static_cast<unsigned char*>(
-        team.team_scratch(0).get_shmem_aligned(std::size_t(data_bytes) + control_bytes, alignment));
+    unsigned char* const scratch = team.scratch_aligned(alignment);
     const std::uint32_t tiles_at = scratch_address(scratch);
     const std::uint32_t full_at = tiles_at + data_bytes;  // barrier of buffer b: + 8 * b
 
-    // Once per team: the barriers, and the tensor maps' acquire fences (a few
-    // microseconds each team: the reason a team walks several tiles).
+    // Once per team: the barriers.
     if (t == 0) {
       for (int b = 0; b < S; ++b)
         tma_barrier_init(full_at + 8 * b, 1);
       tma_fence_barrier_init();
-      for (int m = 0; m < 3; ++m)
-        tma_acquire_tensor_map(maps + m);
     }
     team.team_barrier();
 
@@ -210,7 +207,8 @@ struct TensorCoreTmaKernel {
       const int first_step = slice * steps_per_slice;
       const int steps =
           geo.steps - first_step < steps_per_slice ? geo.steps - first_step : steps_per_slice;
-      run_item(team, tile, slice, first_step, steps, stages_before, scratch, tiles_at, full_at);
+      run_item(team, tma, tile, slice, first_step, steps, stages_before, scratch, tiles_at,
+               full_at);
       stages_before += steps;
     }
 
@@ -223,9 +221,10 @@ struct TensorCoreTmaKernel {
   /// One tile (its K slice `slice`, stages first_step.. of K, `steps` of them): the
   /// pipeline, the split's fix-up and the epilogue. `stages_before`: the stages this
   /// team's earlier items ran through the buffers.
-  KOKKOS_INLINE_FUNCTION void run_item(const member_type& team, int tile, int slice, int first_step,
-                                       int steps, int stages_before, unsigned char* scratch,
-                                       std::uint32_t tiles_at, std::uint32_t full_at) const {
+  KOKKOS_INLINE_FUNCTION void run_item(const member_type& team, const TmaMaps& tma, int tile,
+                                       int slice, int first_step, int steps, int stages_before,
+                                       unsigned char* scratch, std::uint32_t tiles_at,
+                                       std::uint32_t full_at) const {
     const int t = team.team_rank();
     const int f0 = (tile % f_blocks) * BF;
     const int j0 = (tile / f_blocks) * BP;
@@ -242,10 +241,10 @@ struct TensorCoreTmaKernel {
       const int tap = k0 / geo.C, c0 = k0 - tap * geo.C;
       const int r = tap / geo.S, s = tap - r * geo.S;
       tma_barrier_arrive_expect(bar, stage_bytes);
-      tma_load_im2col_4d(at, maps, bar, c0, w_origin, h_origin, n0,
+      tma_load_im2col_4d(at, &tma.x, bar, c0, w_origin, h_origin, n0,
                          static_cast<std::uint16_t>(s * geo.dilation_w),
                          static_cast<std::uint16_t>(r * geo.dilation_h));
-      tma_load_tile_2d(at + x_tile_bytes, maps + 1, bar, k0, f0);
+      tma_load_tile_2d(at + x_tile_bytes, &tma.w, bar, k0, f0);
     };
     // (The previous item's output tile, staged in these buffers, has been read by its
     // TMA store: thread 0 waited for that before returning.)
@@ -312,7 +311,7 @@ struct TensorCoreTmaKernel {
     if (t == 0) {
       KCNN_DEVICE_UNROLL
       for (int box = 0; box < BF / 64; ++box)
-        tma_store_tile_2d(maps + 2, tiles_at + box * out_box_bytes, f0 + 64 * box, j0);
+        tma_store_tile_2d(&tma.y, tiles_at + box * out_box_bytes, f0 + 64 * box, j0);
       tma_store_commit_and_wait_read();
     }
   }
