@@ -331,6 +331,9 @@ struct TensorCoreTiles {
   /// kernels alone 58.8 us (64 channels) and 42.4 us (512; the harness's 32.8) by ncu;
   /// the 512-channel layer then moved to the 64 x 64 tile, K in 3 slices (kcnn's 128 x 64
   /// split kernel spills, its 64 x 64 one does not): 0.050 ms a call, 36.2 us by ncu.
+  /// Session 31: no fences any more (the maps are a grid-constant kernel parameter),
+  /// 0.039 ms a call on that layer, 32.4 us by ncu; the walking teams stay until a
+  /// team per tile is measured against them.
   template <class T>
   using TmaWideRows = TensorCoreTmaTile<T, 64, 64, 128, 2, 5>;
   template <class T>
@@ -365,7 +368,12 @@ struct TensorCoreTiles {
   /// stores through 32-bit addresses, the sums started at the bias), 49 / 45 / 39 us, and
   /// 46 / 44 / 39 with the three tensor maps acquired by three threads at once (session
   /// 30, RESULTS.md). At 4 teams per multiprocessor (128 registers) the walking kernel
-  /// took the same time as at 5.
+  /// took the same time as at 5. Session 31: the tensor maps a grid-constant kernel
+  /// parameter (no acquire fences) and the sums started at zero again (at the bias,
+  /// ptxas serialized the wgmma batches once the kernel left Kokkos' launch), 37 / 36 /
+  /// 36 us. Launched by launch_grid_constant_teams, the TMA and halo kernels are no
+  /// longer held to a TeamPolicy's 48 KB: the tiles marked "beyond Kokkos' 48 KB" above
+  /// are reachable now, not yet measured in kcnn.
   template <class T>
   using TmaHalo = TensorCoreHaloTile<T, 16, 64, 2, 5, 180>;
 };
