@@ -469,6 +469,41 @@ TEST(Conv2d16Bit, BfloatTmaTilesMatchTheReference) {
   run_tma_tiles<kcnn::bfloat16>();
 }
 
+/// The split TMA kernel's tile counters (split_counters.hpp) are zero between calls, and a
+/// new buffer is zeroed before its first use: after kcnn::release_workspaces(), a buffer
+/// filled with garbage behind the counters' back (the same cache purpose, a new
+/// generation) still gives the reference result, twice (the second call finds the
+/// counters its predecessor's last teams set back to zero).
+TEST(Conv2d16Bit, TmaSplitCountersAreZeroedWhereTheirBufferIsNew) {
+  namespace I = kcnn::Impl;
+  using T = kcnn::bfloat16;
+  if constexpr (!I::has_tensor_cores_v<Kokkos::DefaultExecutionSpace> || sizeof(T) != 2) {
+    GTEST_SKIP() << "no tensor cores or no 16-bit type in this build";
+  } else {
+#if !defined(KOKKOS_ARCH_HOPPER90)
+    GTEST_SKIP() << "the TMA kernel needs Hopper (sm_90)";
+#else
+    using Space = Kokkos::DefaultExecutionSpace;
+    ConvCase c{"tma_split_after_release", 1, 512, 5, 3, 64, 3, 3, 1, 1, 1, 1};
+    c.layout = kcnn::Layout::NHWC;
+    c.bias = true;
+    c.activation = kcnn::Activation::ReLU;
+    check_tma_tile<T, I::TensorCoreTiles::TmaWideRows<T>>(c);  // K in 3 slices
+    kcnn::release_workspaces();
+    {
+      auto lease = I::WorkspaceCache<Space, I::ScratchForSplitCounters>::acquire(
+          Space{}, sizeof(int) * I::kTmaMostSplitTeams);
+      Kokkos::View<unsigned char*, Space::memory_space, Kokkos::MemoryUnmanaged> bytes(
+          lease.data(), lease.size());
+      Kokkos::deep_copy(bytes, static_cast<unsigned char>(0x5a));
+      Kokkos::fence();
+    }
+    check_tma_tile<T, I::TensorCoreTiles::TmaWideRows<T>>(c);
+    check_tma_tile<T, I::TensorCoreTiles::TmaWideRows<T>>(c);
+#endif
+  }
+}
+
 TEST(Conv2d16Bit, HalfTmaTilesMatchTheReference) {
   run_tma_tiles<Kokkos::Experimental::half_t>();
 }
