@@ -194,12 +194,11 @@ struct Im2colNchwHost {
       const std::int64_t lo = std::clamp<std::int64_t>(valid.begin, 0, Q);
       const std::int64_t hi = std::clamp<std::int64_t>(valid.end, lo, Q);
       const std::int64_t h = p * map.stride_h + dh;
+      const std::int64_t src = n * xs.n + h * xs.h + (lo * map.stride_w + dw) * xs.w;
       if (FullRowsOutOfLine && step == 1)
-        full_rows_out_of_line(dst, x_c + (n * xs.n + h * xs.h + (lo * map.stride_w + dw) * xs.w),
-                              run, h, lo, hi, step);
+        full_rows_out_of_line(dst, x_c, src, run, h, lo, hi, step);
       else
-        full_rows(dst, x_c + (n * xs.n + h * xs.h + (lo * map.stride_w + dw) * xs.w), run, h, lo,
-                  hi, step);
+        full_rows(dst, x_c, src, run, h, lo, hi, step);
       g += run;
       p += run;
       if (p == map.P) p = 0, ++n;
@@ -207,8 +206,12 @@ struct Im2colNchwHost {
   }
 
   /// `run` consecutive full output rows of one tap, the first reading input row h from
-  /// `src`: each [zeros | valid run [lo, hi) | zeros].
-  KCNN_HOST_FORCEINLINE void full_rows(T* dst, const T* src, const std::int64_t run, std::int64_t h,
+  /// x_c + src: each [zeros | valid run [lo, hi) | zeros]. The input is addressed by
+  /// offset and a pointer formed only for rows inside the image: rows in the padding may
+  /// lie far outside x's allocation, where even forming the pointer is undefined (the
+  /// fuzz target's UBSan found one wrap past the address space, session 31).
+  KCNN_HOST_FORCEINLINE void full_rows(T* dst, const T* x_c, std::int64_t src,
+                                       const std::int64_t run, std::int64_t h,
                                        const std::int64_t lo, const std::int64_t hi,
                                        const std::int64_t step) const {
     const std::int64_t Q = map.Q, src_step = map.stride_h * xs.h;
@@ -218,7 +221,7 @@ struct Im2colNchwHost {
         continue;
       }
       host_zero(dst, lo);
-      if (hi > lo) host_copy_strided(dst + lo, src, hi - lo, step);
+      if (hi > lo) host_copy_strided(dst + lo, x_c + src, hi - lo, step);
       host_zero(dst + hi, Q - hi);
     }
   }
@@ -230,9 +233,9 @@ struct Im2colNchwHost {
   /// the call, LeNet C3 stride 2 NCHW ran 24-25% slower in both algorithms (EPYC, per-row
   /// alternation, session 15).
   KCNN_HOST_NOINLINE KCNN_HOST_ALIGN_HOT void full_rows_out_of_line(
-      T* dst, const T* src, const std::int64_t run, std::int64_t h, const std::int64_t lo,
-      const std::int64_t hi, const std::int64_t step) const {
-    full_rows(dst, src, run, h, lo, hi, step);
+      T* dst, const T* x_c, const std::int64_t src, const std::int64_t run, std::int64_t h,
+      const std::int64_t lo, const std::int64_t hi, const std::int64_t step) const {
+    full_rows(dst, x_c, src, run, h, lo, hi, step);
   }
 };
 
