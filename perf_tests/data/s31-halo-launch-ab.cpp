@@ -6,14 +6,14 @@
 // -expt-extended-lambda -Xcompiler -fopenmp -std=c++17, linked with libkcnn_prebuilt_instances.a
 // and Kokkos. Variant (a) of that file needs the halo kernel's operator() templated on its
 // team type (as it was during the session).
-#include <kcnn/kcnn.hpp>
-#include <kcnn/impl/conv2d/tensor_core/launch.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
+#include <kcnn/impl/conv2d/tensor_core/launch.hpp>
+#include <kcnn/kcnn.hpp>
 #include <random>
+#include <string>
 #include <vector>
-#include <algorithm>
 namespace proto {
 using namespace kcnn::Impl;
 using T = kcnn::bfloat16;
@@ -27,7 +27,8 @@ struct KTeam {
   KOKKOS_INLINE_FUNCTION int league_size() const { return m.league_size(); }
   KOKKOS_INLINE_FUNCTION void team_barrier() const { m.team_barrier(); }
   KOKKOS_INLINE_FUNCTION unsigned char* scratch_aligned(std::size_t a) const {
-    return static_cast<unsigned char*>(m.team_scratch(0).get_shmem_aligned(Kernel::data_bytes + Kernel::control_bytes, a));
+    return static_cast<unsigned char*>(
+        m.team_scratch(0).get_shmem_aligned(Kernel::data_bytes + Kernel::control_bytes, a));
   }
 };
 struct KokkosHalo {
@@ -35,10 +36,14 @@ struct KokkosHalo {
   const TmaMaps* maps;
   KOKKOS_INLINE_FUNCTION void operator()(const member& m) const { k(KTeam{m}, *maps); }
 };
-struct MapsPtr { const TmaMaps* p; };
+struct MapsPtr {
+  const TmaMaps* p;
+};
 struct ViaPtr {
   Kernel k;
-  KOKKOS_INLINE_FUNCTION void operator()(const GridConstantTeam& t, const MapsPtr& m) const { k(t, *m.p); }
+  KOKKOS_INLINE_FUNCTION void operator()(const GridConstantTeam& t, const MapsPtr& m) const {
+    k(t, *m.p);
+  }
 };
 template <int Off, bool Y>
 struct TeamV {
@@ -61,45 +66,75 @@ struct TeamV {
   }
 };
 template <int Off, bool Y>
-__global__ void __launch_bounds__(128, 5) myk(const Kernel k, const __grid_constant__ TmaMaps m) { k(TeamV<Off, Y>{}, m); }
+__global__ void __launch_bounds__(128, 5) myk(const Kernel k, const __grid_constant__ TmaMaps m) {
+  k(TeamV<Off, Y>{}, m);
+}
 template <int Off, bool Y>
 void launch_my(int tiles, const Kernel& k, const TmaMaps& m) {
-  myk<Off, Y><<<tiles, Y ? dim3(1, 128, 1) : dim3(128, 1, 1), Kernel::scratch_bytes() + Off, Kokkos::Cuda().cuda_stream()>>>(k, m);
+  myk<Off, Y><<<tiles, Y ? dim3(1, 128, 1) : dim3(128, 1, 1), Kernel::scratch_bytes() + Off,
+                Kokkos::Cuda().cuda_stream()>>>(k, m);
 }
 template <class F>
 float time_it(F&& f, int reps = 50) {
-  cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b);
-  for (int i = 0; i < 5; ++i) f();
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  for (int i = 0; i < 5; ++i)
+    f();
   Kokkos::fence();
   std::vector<float> t;
   for (int i = 0; i < reps; ++i) {
-    cudaEventRecord(a, Kokkos::Cuda().cuda_stream()); f(); cudaEventRecord(b, Kokkos::Cuda().cuda_stream());
-    cudaEventSynchronize(b); float ms; cudaEventElapsedTime(&ms, a, b); t.push_back(ms);
+    cudaEventRecord(a, Kokkos::Cuda().cuda_stream());
+    f();
+    cudaEventRecord(b, Kokkos::Cuda().cuda_stream());
+    cudaEventSynchronize(b);
+    float ms;
+    cudaEventElapsedTime(&ms, a, b);
+    t.push_back(ms);
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
 }
 int run() {
   {
-    struct L { const char* name; int N, C, H; } layers[] = {{"c64_56", 64, 64, 56}, {"c128_28", 64, 128, 28}, {"c256_14", 64, 256, 14}};
+    struct L {
+      const char* name;
+      int N, C, H;
+    } layers[] = {{"c64_56", 64, 64, 56}, {"c128_28", 64, 128, 28}, {"c256_14", 64, 256, 14}};
     for (auto l : layers) {
       if (getenv("ONLY") && std::string(getenv("ONLY")) != l.name) continue;
       const int N = l.N, C = l.C, H = l.H, W = l.H, M = l.C;
-      Kokkos::View<T****, Kokkos::LayoutRight, Kokkos::CudaSpace> x("x", N, H, W, C), y("y", N, H, W, M), w("w", M, 3, 3, C);
+      Kokkos::View<T****, Kokkos::LayoutRight, Kokkos::CudaSpace> x("x", N, H, W, C),
+          y("y", N, H, W, M), w("w", M, 3, 3, C);
       Kokkos::View<T*, Kokkos::CudaSpace> bias("b", M);
       auto fill = [](auto v, unsigned seed) {
         auto h = Kokkos::create_mirror_view(v);
-        std::mt19937 rng(seed); std::uniform_real_distribution<float> u(-1, 1);
-        T* p = h.data(); for (size_t i = 0; i < h.span(); ++i) p[i] = T(u(rng));
+        std::mt19937 rng(seed);
+        std::uniform_real_distribution<float> u(-1, 1);
+        T* p = h.data();
+        for (size_t i = 0; i < h.span(); ++i)
+          p[i] = T(u(rng));
         Kokkos::deep_copy(v, h);
       };
-      fill(x, 1); fill(w, 2); fill(bias, 3);
-      kcnn::Conv2dParams p; p.pad_h = p.pad_w = 1; p.layout = kcnn::Layout::NHWC; p.activation = kcnn::Activation::ReLU; p.algo = kcnn::ConvAlgo::TensorCoreGemm;
+      fill(x, 1);
+      fill(w, 2);
+      fill(bias, 3);
+      kcnn::Conv2dParams p;
+      p.pad_h = p.pad_w = 1;
+      p.layout = kcnn::Layout::NHWC;
+      p.activation = kcnn::Activation::ReLU;
+      p.algo = kcnn::ConvAlgo::TensorCoreGemm;
       const Kokkos::Cuda space;
       const auto pb = make_conv2d_problem("kh", x, w, bias, y, p);
-      const auto o = implicit_gemm_operands<kcnn::Layout::NHWC>(as_kernel_view<Kokkos::Cuda, false>(x), as_kernel_view<Kokkos::Cuda, false>(w), as_kernel_view<Kokkos::Cuda, false>(bias), as_kernel_view<Kokkos::Cuda, true>(y), pb);
+      const auto o = implicit_gemm_operands<kcnn::Layout::NHWC>(
+          as_kernel_view<Kokkos::Cuda, false>(x), as_kernel_view<Kokkos::Cuda, false>(w),
+          as_kernel_view<Kokkos::Cuda, false>(bias), as_kernel_view<Kokkos::Cuda, true>(y), pb);
       auto call = [&] { kcnn::conv2d_forward(space, x, w, bias, y, p); };
-      auto direct = [&] { tensor_core_launch_halo_tile<Tile, TensorCoreMath::BF16>(space, o, pb, pb.workspace_limit_bytes, LaunchMode::Run, static_cast<const ChannelsLastStaging<T>*>(nullptr)); };
+      auto direct = [&] {
+        tensor_core_launch_halo_tile<Tile, TensorCoreMath::BF16>(
+            space, o, pb, pb.workspace_limit_bytes, LaunchMode::Run,
+            static_cast<const ChannelsLastStaging<T>*>(nullptr));
+      };
       // Kokkos launch of the same functor, maps copied to global memory once.
       const UnrollMap<kcnn::Layout::NHWC>& m = o.map;
       TensorCoreHaloGeometry geo;
@@ -112,13 +147,20 @@ int run() {
       TmaMaps hm;
       const TmaNhwcShape xs = tma_x_shape(o, pb.N);
       const int halo_box[3] = {64, geo.halo_cols, Tile::BH + geo.R - 1};
-      const std::uint64_t ye[4] = {std::uint64_t(o.M), std::uint64_t(m.Q), std::uint64_t(m.P), std::uint64_t(pb.N)};
-      const std::uint64_t ys[3] = {2 * std::uint64_t(o.M), 2 * std::uint64_t(m.Q * o.M), 2 * std::uint64_t(m.P * m.Q * o.M)};
+      const std::uint64_t ye[4] = {std::uint64_t(o.M), std::uint64_t(m.Q), std::uint64_t(m.P),
+                                   std::uint64_t(pb.N)};
+      const std::uint64_t ys[3] = {2 * std::uint64_t(o.M), 2 * std::uint64_t(m.Q * o.M),
+                                   2 * std::uint64_t(m.P * m.Q * o.M)};
       const int y_box[3] = {64, Tile::BW, Tile::BH};
-      bool ok = tma_encode_nhwc_box<true>(hm.x, o.x, xs.extents, xs.byte_strides, halo_box) &&
-                tma_encode_matrix<true>(hm.w, o.w, std::uint64_t(o.M), std::uint64_t(o.K), 2 * std::uint64_t(o.K), Tile::BF, 64, TmaSwizzle::Bytes128) &&
-                tma_encode_nhwc_box<true>(hm.y, o.y, ye, ys, y_box);
-      if (!ok) { printf("encode failed\n"); return 1; }
+      bool ok =
+          tma_encode_nhwc_box<true>(hm.x, o.x, xs.extents, xs.byte_strides, halo_box) &&
+          tma_encode_matrix<true>(hm.w, o.w, std::uint64_t(o.M), std::uint64_t(o.K),
+                                  2 * std::uint64_t(o.K), Tile::BF, 64, TmaSwizzle::Bytes128) &&
+          tma_encode_nhwc_box<true>(hm.y, o.y, ye, ys, y_box);
+      if (!ok) {
+        printf("encode failed\n");
+        return 1;
+      }
       Kokkos::View<TmaMaps, Kokkos::CudaSpace> dm("maps");
       Kokkos::deep_copy(dm, Kokkos::View<TmaMaps, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(&hm));
       const std::int64_t tiles = pb.N * geo.p_blocks * geo.q_blocks * geo.f_blocks;
@@ -127,17 +169,34 @@ int run() {
       policy.set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes()));
       auto kokkos = [&] { Kokkos::parallel_for("kh", policy, kh); };
       ViaPtr vp{Kernel{o.bias, o.activation, geo}};
-      auto rawptr = [&] { launch_grid_constant_teams<128, Tile::min_teams_per_sm, Kernel::scratch_bytes()>(space, "vp", int(tiles), Kernel::scratch_bytes(), vp, MapsPtr{dm.data()}); };
-      auto rawgc = [&] { launch_grid_constant_teams<128, Tile::min_teams_per_sm, Kernel::scratch_bytes()>(space, "gc", int(tiles), Kernel::scratch_bytes(), kh.k, hm); };
+      auto rawptr = [&] {
+        launch_grid_constant_teams<128, Tile::min_teams_per_sm, Kernel::scratch_bytes()>(
+            space, "vp", int(tiles), Kernel::scratch_bytes(), vp, MapsPtr{dm.data()});
+      };
+      auto rawgc = [&] {
+        launch_grid_constant_teams<128, Tile::min_teams_per_sm, Kernel::scratch_bytes()>(
+            space, "gc", int(tiles), Kernel::scratch_bytes(), kh.k, hm);
+      };
       for (int r = 0; r < 2; ++r)
-        printf("%s r%d call %.4f direct %.4f kokkos %.4f rawptr %.4f rawgc %.4f ms\n", l.name, r, time_it(call), time_it(direct), time_it(kokkos), time_it(rawptr), time_it(rawgc));
-      printf("%s my: x0 %.4f x1024 %.4f y0 %.4f y1024 %.4f ms\n", l.name, time_it([&] { launch_my<0, false>(int(tiles), kh.k, hm); }), time_it([&] { launch_my<1024, false>(int(tiles), kh.k, hm); }), time_it([&] { launch_my<0, true>(int(tiles), kh.k, hm); }), time_it([&] { launch_my<1024, true>(int(tiles), kh.k, hm); }));
-      cudaFuncSetAttribute(&grid_constant_team_kernel<Kernel, TmaMaps, 128, Tile::min_teams_per_sm>, cudaFuncAttributePreferredSharedMemoryCarveout, -1);
-      cudaFuncSetAttribute(&grid_constant_team_kernel<ViaPtr, MapsPtr, 128, Tile::min_teams_per_sm>, cudaFuncAttributePreferredSharedMemoryCarveout, -1);
-      printf("%s carveout default: rawptr %.4f rawgc %.4f ms\n", l.name, time_it(rawptr), time_it(rawgc));
-      cudaFuncAttributes fa; cudaFuncGetAttributes(&fa, &grid_constant_team_kernel<Kernel, TmaMaps, 128, Tile::min_teams_per_sm>);
+        printf("%s r%d call %.4f direct %.4f kokkos %.4f rawptr %.4f rawgc %.4f ms\n", l.name, r,
+               time_it(call), time_it(direct), time_it(kokkos), time_it(rawptr), time_it(rawgc));
+      printf("%s my: x0 %.4f x1024 %.4f y0 %.4f y1024 %.4f ms\n", l.name,
+             time_it([&] { launch_my<0, false>(int(tiles), kh.k, hm); }),
+             time_it([&] { launch_my<1024, false>(int(tiles), kh.k, hm); }),
+             time_it([&] { launch_my<0, true>(int(tiles), kh.k, hm); }),
+             time_it([&] { launch_my<1024, true>(int(tiles), kh.k, hm); }));
+      cudaFuncSetAttribute(&grid_constant_team_kernel<Kernel, TmaMaps, 128, Tile::min_teams_per_sm>,
+                           cudaFuncAttributePreferredSharedMemoryCarveout, -1);
+      cudaFuncSetAttribute(&grid_constant_team_kernel<ViaPtr, MapsPtr, 128, Tile::min_teams_per_sm>,
+                           cudaFuncAttributePreferredSharedMemoryCarveout, -1);
+      printf("%s carveout default: rawptr %.4f rawgc %.4f ms\n", l.name, time_it(rawptr),
+             time_it(rawgc));
+      cudaFuncAttributes fa;
+      cudaFuncGetAttributes(
+          &fa, &grid_constant_team_kernel<Kernel, TmaMaps, 128, Tile::min_teams_per_sm>);
       printf("gc regs %d static smem %zu; ", fa.numRegs, fa.sharedSizeBytes);
-      cudaFuncGetAttributes(&fa, &grid_constant_team_kernel<ViaPtr, MapsPtr, 128, Tile::min_teams_per_sm>);
+      cudaFuncGetAttributes(
+          &fa, &grid_constant_team_kernel<ViaPtr, MapsPtr, 128, Tile::min_teams_per_sm>);
       printf("ptr regs %d\n", fa.numRegs);
     }
   }
