@@ -474,28 +474,27 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
             "host_amx_nchw_long_reduction");
   EXPECT_EQ(select_for(resnet, Target::Host, kEverything, HostIsa::Avx512).algo,
             ConvAlgo::ImplicitGemm);
-  // AVX2 (AMD EPYC, session 23): the BLAS in NCHW; Tiled's register-blocked kernel in
-  // NHWC float up to 128 channels, the BLAS from 256.
-  EXPECT_EQ(select_for(resnet, Target::Host, kEverything, HostIsa::Avx2).algo,
-            ConvAlgo::Im2colGemm);
-  EXPECT_EQ(std::string(select_for(resnet, Target::Host, kEverything, HostIsa::Avx2).reason),
-            "host_avx2_nchw_gemm");
-  const auto lenet_c3_s2 = problem(1000, 4, 40, 40, 16, 7, 7, 2);
-  EXPECT_EQ(select_for(lenet_c3_s2, Target::Host, kEverything, HostIsa::Avx2).algo,
-            ConvAlgo::Im2colGemm);
-  const RuleExpectation avx2_nhwc[] = {
-      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled,
-       "host_avx2_nhwc_direct"},
-      {problem(8, 128, 28, 28, 128, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled,
-       "host_avx2_nhwc_direct"},
-      {problem(1000, 4, 40, 40, 16, 7, 7, 2, 0, Layout::NHWC), ConvAlgo::Tiled,
-       "host_avx2_nhwc_direct"},
-      {problem(8, 256, 14, 14, 256, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Im2colGemm,
-       "host_long_reduction"},
-      {problem(8, 512, 7, 7, 512, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Im2colGemm,
-       "host_long_reduction"},
+  // AVX2 (AMD EPYC Zen 3, session 32): Tiled's register-blocked kernel for float and
+  // double in both layouts, pointwise layers excepted (the BLAS).
+  const RuleExpectation avx2[] = {
+      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1), ConvAlgo::Tiled, "host_avx2_direct"},
+      {problem(8, 512, 7, 7, 512, 3, 3, 1, 1), ConvAlgo::Tiled, "host_avx2_direct"},
+      {problem(1000, 4, 40, 40, 16, 7, 7, 2), ConvAlgo::Tiled, "host_avx2_direct"},
+      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled, "host_avx2_direct"},
+      {problem(1000, 4, 40, 40, 16, 7, 7, 2, 0, Layout::NHWC), ConvAlgo::Tiled, "host_avx2_direct"},
+      {problem(8, 256, 14, 14, 256, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled, "host_avx2_direct"},
+      {problem(8, 512, 7, 7, 512, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled, "host_avx2_direct"},
+      {problem(8, 256, 56, 56, 64, 1, 1), ConvAlgo::Im2colGemm, "host_pointwise"},
+      {problem(8, 256, 56, 56, 64, 1, 1, 1, 0, Layout::NHWC), ConvAlgo::Im2colGemm,
+       "host_pointwise"},
   };
-  expect_rules(avx2_nhwc, Target::Host, HostIsa::Avx2, ElementKind::Float32);
+  expect_rules(avx2, Target::Host, HostIsa::Avx2, ElementKind::Float32);
+  expect_rules(avx2, Target::Host, HostIsa::Avx2, f64);
+  // 16-bit tensors keep their rule on AVX2 (Tiled's register kernel takes float and double).
+  EXPECT_EQ(std::string(
+                select_for(resnet, Target::Host, kEverything, HostIsa::Avx2, ElementKind::BFloat16)
+                    .reason),
+            "host_16bit_nchw_gemm");
   // AVX-512 without AMX (AMD EPYC Zen 5, session 25): Tiled's register-blocked kernel in
   // NHWC float on every ResNet 3x3 layer; pointwise layers keep the BLAS, double and
   // NCHW their rules.
@@ -614,9 +613,10 @@ void auto_grid(Layout layout) {
   EXPECT_GT(checked, 30);
 }
 
-// The descriptors' workspace (the value of their launch, Check or Run): none for Reference
-// and Tiled, Im2colGemm's plan, the unpooled buffer added where a pooling is not fused;
-// a Check writes nothing.
+// The descriptors' workspace (the value of their launch, Check or Run): none for Reference,
+// Tiled's packed weights where its register-blocked host kernel serves the call (else
+// none), Im2colGemm's plan, the unpooled buffer added where a pooling is not fused; a
+// Check writes nothing.
 TEST(AlgoSelect, CheckReportsWorkspaceAndWritesNothing) {
   using Space = Kokkos::DefaultExecutionSpace;
   using View4 = Kokkos::View<float****, Kokkos::LayoutRight, Space::memory_space>;
@@ -643,7 +643,11 @@ TEST(AlgoSelect, CheckReportsWorkspaceAndWritesNothing) {
   };
   Kokkos::deep_copy(y, std::numeric_limits<float>::quiet_NaN());
   EXPECT_EQ(check(ConvAlgo::Reference, yk, pb), 0u);
-  EXPECT_EQ(check(ConvAlgo::Tiled, yk, pb), 0u);
+  // 7 filters, more than the staged host kernel's 4 (tiled_host_prefers_staged).
+  std::size_t tiled_workspace = 0;
+  if constexpr (kcnn::Impl::runs_on_host_v<Space>)
+    tiled_workspace = I::TiledHostSimdPlan::make<float>(pb).workspace_bytes<float>();
+  EXPECT_EQ(check(ConvAlgo::Tiled, yk, pb), tiled_workspace);
   EXPECT_EQ(
       check(ConvAlgo::Im2colGemm, yk, pb),
       I::plan_im2col_gemm(Space(), xk, wk, bk, yk, pb, pb.workspace_limit_bytes).workspace_bytes());

@@ -2,9 +2,9 @@
 // ConvAlgo::Tiled beyond the conformance suite (test_conv2d_conformance.cpp): its GPU
 // kernels with several row tiles per team forced (row groups), unfused and with the
 // fused 2x2 pooling, against the double host convolution (and pooling) (host builds
-// skip them: their Tiled kernels have no row groups); its host register-blocked NHWC
-// kernel (tiled/host_simd_kernel.hpp) on the edges of its blocks and within the workspace
-// limit.
+// skip them: their Tiled kernels have no row groups); its host register-blocked kernel
+// (tiled/host_simd_kernel.hpp, NHWC and NCHW) on the edges of its blocks and within the
+// workspace limit.
 #include "test_support.hpp"
 
 namespace kcnn_test {
@@ -53,7 +53,7 @@ TEST(Conv2dPoolTiledRowGroups, MatchesConvThenPoolReference) {
   });
 }
 
-/// Tiled's register-blocked NHWC host kernel on the edges of its blocking: 1, 2 and 4
+/// Tiled's register-blocked host kernel on the edges of its blocking: 1, 2 and 4
 /// filter vectors with partial last blocks (M = 1, lanes + 1, 2 lanes + 1, 67, 130),
 /// register blocks that continue on the next output row (Q = 5, 7) and on the next
 /// image (P x Q = 35, 20), pixel tiles with a partial last one (P x Q = 65, 7x7 x 2),
@@ -61,7 +61,9 @@ TEST(Conv2dPoolTiledRowGroups, MatchesConvThenPoolReference) {
 /// channel per block, 256 at 3x3), filters whose packed weights pass wide_weights_bytes
 /// (256 channels x 9 taps, 70 filters: the larger pixel tiles), stride 2 and 3,
 /// dilation, padding beyond half the filter, 1x1, batch 1 and 3, the pixel classes'
-/// edges (below), float and double, both host backends. Host builds only.
+/// edges (below), float and double, both layouts (NCHW: each pixel's channels a plane
+/// apart, and border taps stepping through no plane), both host backends; each call must
+/// have run the register-blocked kernel. Host builds only.
 TEST(Conv2dTiledHostSimd, MatchesDoubleReference) {
   if constexpr (!std::is_same_v<Kokkos::DefaultExecutionSpace::memory_space, Kokkos::HostSpace>) {
     GTEST_SKIP() << "the register-blocked kernel runs on host backends";
@@ -98,25 +100,30 @@ TEST(Conv2dTiledHostSimd, MatchesDoubleReference) {
   };
   int i = 0;
   for (ConvCase c : shapes) {
-    c.layout = Layout::NHWC;
     c.activation = activations[i % 4];
     c.bias = i % 2 == 0;
     ++i;
-    SCOPED_TRACE(c.name);
-    for (Backend b : backends())
-      with_backend(b, [&](auto space) {
-        SCOPED_TRACE(backend_name(b));
-        auto run = [&](const auto& x, const auto& w, const auto& bias, const auto& y,
-                       const kcnn::Conv2dParams& params) {
-          if (c.bias) {
-            kcnn::conv2d_forward(space, x, w, bias, y, params);
-          } else {
-            kcnn::conv2d_forward(space, x, w, y, params);
-          }
-        };
-        check_forward_with<float>(space, c, ConvAlgo::Tiled, run);
-        check_forward_with<double>(space, c, ConvAlgo::Tiled, run);
-      });
+    for (Layout layout : {Layout::NHWC, Layout::NCHW}) {
+      c.layout = layout;
+      SCOPED_TRACE(c.name + std::string(" ") + kcnn::to_string(layout));
+      for (Backend b : backends())
+        with_backend(b, [&](auto space) {
+          SCOPED_TRACE(backend_name(b));
+          const LaunchedKernels launched;
+          auto run = [&](const auto& x, const auto& w, const auto& bias, const auto& y,
+                         const kcnn::Conv2dParams& params) {
+            if (c.bias) {
+              kcnn::conv2d_forward(space, x, w, bias, y, params);
+            } else {
+              kcnn::conv2d_forward(space, x, w, y, params);
+            }
+          };
+          check_forward_with<double>(space, c, ConvAlgo::Tiled, run);
+          // (float's 1-filter shape takes the staged kernel: FewFiltersTakeTheStagedKernel.)
+          EXPECT_TRUE(launched.saw("kcnn::conv2d::tiled::host_simd"));
+          check_forward_with<float>(space, c, ConvAlgo::Tiled, run);
+        });
+    }
   }
 }
 
@@ -193,10 +200,10 @@ TEST(Conv2dTiledHostSimd, PackedWeightsStayWithinTheWorkspaceLimit) {
   }
 }
 
-/// Which host kernel Tiled runs for NHWC float: the staged kernel for at most 4 filters at
-/// unit stride and dilation (tiled_host_prefers_staged: the register-blocked kernel's
-/// filter vector would be a quarter full), the register-blocked kernel from 5 filters and
-/// for strided problems; both match the double reference. Host builds only.
+/// Which host kernel Tiled runs for float in both layouts: the staged kernel for at most 4 filters
+/// at unit stride and dilation (tiled_host_prefers_staged: the register-blocked kernel's filter
+/// vector would be a quarter full), the register-blocked kernel from 5 filters and for strided
+/// problems; both match the double reference. Host builds only.
 TEST(Conv2dTiledHostSimd, FewFiltersTakeTheStagedKernel) {
   if constexpr (!std::is_same_v<Kokkos::DefaultExecutionSpace::memory_space, Kokkos::HostSpace>) {
     GTEST_SKIP() << "the host kernels run on host backends";
@@ -212,23 +219,24 @@ TEST(Conv2dTiledHostSimd, FewFiltersTakeTheStagedKernel) {
         {{"m5_3x3_pad1", 2, 3, 7, 9, 5, 3, 3, 1, 1, 1, 1}, true},
         {{"m4_stride2", 2, 3, 11, 9, 4, 3, 3, 2, 2, 1, 1}, true},
     };
-    for (const Expect& e : cases) {
-      ConvCase c = e.c;
-      c.layout = Layout::NHWC, c.activation = Activation::ReLU, c.bias = true;
-      SCOPED_TRACE(c.name);
-      for (Backend b : backends())
-        with_backend(b, [&](auto space) {
-          SCOPED_TRACE(backend_name(b));
-          const LaunchedKernels launched;
-          auto run = [&](const auto& x, const auto& w, const auto& bias, const auto& y,
-                         const kcnn::Conv2dParams& params) {
-            kcnn::conv2d_forward(space, x, w, bias, y, params);
-          };
-          check_forward_with<float>(space, c, ConvAlgo::Tiled, run);
-          EXPECT_EQ(launched.saw("kcnn::conv2d::tiled::host_simd"), e.register_blocked);
-          EXPECT_EQ(launched.saw("kcnn::conv2d::tiled"), !e.register_blocked);
-        });
-    }
+    for (const Expect& e : cases)
+      for (Layout layout : {Layout::NHWC, Layout::NCHW}) {
+        ConvCase c = e.c;
+        c.layout = layout, c.activation = Activation::ReLU, c.bias = true;
+        SCOPED_TRACE(c.name + std::string(" ") + kcnn::to_string(layout));
+        for (Backend b : backends())
+          with_backend(b, [&](auto space) {
+            SCOPED_TRACE(backend_name(b));
+            const LaunchedKernels launched;
+            auto run = [&](const auto& x, const auto& w, const auto& bias, const auto& y,
+                           const kcnn::Conv2dParams& params) {
+              kcnn::conv2d_forward(space, x, w, bias, y, params);
+            };
+            check_forward_with<float>(space, c, ConvAlgo::Tiled, run);
+            EXPECT_EQ(launched.saw("kcnn::conv2d::tiled::host_simd"), e.register_blocked);
+            EXPECT_EQ(launched.saw("kcnn::conv2d::tiled"), !e.register_blocked);
+          });
+      }
   }
 }
 

@@ -177,9 +177,6 @@ inline constexpr std::int64_t kWideGemmFiltersDoubleDevice = 64;
 inline constexpr std::int64_t kPointwiseNhwcGemmFiltersDevice = 64;
 /// Host, unit stride: up to this reduction length Tiled's direct kernel leads.
 inline constexpr std::int64_t kShortReductionHost = 256;
-/// Host, AVX2, NHWC float: up to this many input channels Tiled's register-blocked
-/// kernel leads (the BLAS from 256: TUNING.md, session 23).
-inline constexpr std::int64_t kDirectNhwcChannelsHostAvx2 = 128;
 /// Host, AVX-512 + AMX (Intel Xeon), NCHW at unit stride: from this reduction length
 /// the BLAS leads.
 inline constexpr std::int64_t kLongReductionHostAmx = 512;
@@ -366,6 +363,18 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
        H,
        [](P pb, C) { return is_pointwise(pb); },
        {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
+      // AVX2 builds (AMD EPYC Zen 3, session 32), float and double, both layouts: Tiled's
+      // register-blocked kernel (NCHW too since session 32, whose AVX2 channel blocks grew
+      // to 72 KB) leads every layer of the suites measured (TUNING.md): float NCHW ResNet
+      // 3x3 1.2-1.4x the BLAS, LeNet and the odd shapes 1.5-3x; float NHWC 1.0-2x; double
+      // 1.1-2.8x the fastest GEMM.
+      {"host_avx2_direct",
+       H,
+       [](P, C c) {
+         return c.host_isa == HostIsa::Avx2 &&
+                (c.element == ElementKind::Float32 || c.element == ElementKind::Float64);
+       },
+       {A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
       // CPUs, double (AMD Zen 4, medians of three runs: TUNING.md). The fp64 BLAS and
       // ImplicitGemm's fp64 register blocks rank differently from fp32.
       {"host_double_tiny_reduction",
@@ -432,16 +441,6 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
                 unit_stride_and_dilation(pb) && reduction_length(pb) >= kLongReductionHostAmx;
        },
        {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
-      // AVX2 builds, NHWC float with up to 128 channels: Tiled's register-blocked kernel
-      // (ResNet 3x3 64 / 128 channels 1.35x / 1.23x the BLAS, AlexNet conv1 1.4x, the
-      // strided and dilated odd layers 1.9-2.2x, LeNet C3 at stride 2 3.4x).
-      {"host_avx2_nhwc_direct",
-       H,
-       [](P pb, C c) {
-         return c.host_isa == HostIsa::Avx2 && c.element == ElementKind::Float32 &&
-                pb.layout == Layout::NHWC && pb.C <= kDirectNhwcChannelsHostAvx2;
-       },
-       {A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
       // AVX-512 builds without AMX (AMD EPYC Zen 5, session 25), NHWC float: Tiled's
       // register-blocked kernel leads every NHWC layer of the suites measured (ResNet 3x3
       // 64 / 128 / 256 / 512 channels 3.0 / 2.7 / 2.0 / 1.4x the BLAS, AlexNet conv1 and
@@ -459,13 +458,6 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
       {"host_16bit_nchw_gemm",
        H,
        [](P pb, C c) { return is_16bit(c.element) && pb.layout == Layout::NCHW; },
-       {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
-      // AVX2 builds (AMD EPYC, session 23), NCHW: the BLAS sgemm on the unrolled matrix
-      // leads ImplicitGemm on every layer measured (its 8 x 32 register block needs 32
-      // vector registers; AVX2 has 16): ResNet 3x3 1.6-1.9x, LeNet strided 1.3x.
-      {"host_avx2_nchw_gemm",
-       H,
-       [](P pb, C c) { return c.host_isa == HostIsa::Avx2 && pb.layout == Layout::NCHW; },
        {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
       // The other NCHW layers on a CPU: ImplicitGemm's per-team panel stays in L2.
       {"host_nchw_gemm",

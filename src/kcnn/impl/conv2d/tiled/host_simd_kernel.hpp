@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /// \file impl/conv2d/tiled/host_simd_kernel.hpp
-/// \brief ConvAlgo::Tiled on CPUs for NHWC float and double tensors: a direct
-///        convolution around a register-blocked micro-kernel (TiledHostSimdKernel), the
-///        weights packed once per call into blocks of output-channel vectors
-///        (TiledHostSimdPackWeights).
+/// \brief ConvAlgo::Tiled on CPUs for float and double tensors in both layouts (without a
+///        fused pooling): a direct convolution around a register-blocked micro-kernel
+///        (TiledHostSimdKernel), the weights packed once per call into blocks of
+///        output-channel vectors (TiledHostSimdPackWeights).
 ///
 /// The micro-kernel keeps NV vectors of output channels (MB = NV x lanes filters) of UR
 /// output pixels of one output row in UR x NV vector registers. Per input channel of a
-/// filter tap it broadcasts the UR pixels' input values (NHWC: one 4-byte load each,
-/// channels contiguous), loads NV weight vectors and issues UR x NV FMAs: the block of
-/// oneDNN's direct convolutions, in the layout users keep. UR = (registers - 1) /
+/// filter tap it broadcasts the UR pixels' input values (one 4-byte load each: NHWC
+/// walks a pixel's contiguous channels, NCHW steps from plane to plane), loads NV weight
+/// vectors and issues UR x NV FMAs: the block of oneDNN's direct convolutions, in the
+/// layouts users keep. UR = (registers - 1) /
 /// (NV + 1): every accumulator, the UR broadcasts and one weight vector live at once
 /// (AVX2: 4 x 3, 2 x 5, 1 x 7; AVX-512: 4 x 6, 2 x 10, 1 x 15 -> 14).
 ///
@@ -18,8 +19,8 @@
 /// weights fewer times; in the plan's order, which groups the pixels whose windows
 /// leave the input on the same sides: TiledHostSimdPlan) for one block of MB filters.
 /// The reduction runs in blocks of CB input channels so that the block's packed weights
-/// (R x S x CB x MB values) stay in L1 (AVX2) or L2 (AVX-512, where whole 64-channel
-/// filters fit one block) while the item's pixels stream past; partial sums wait in the
+/// (R x S x CB x MB values, at most 72 KB on AVX2, 160 KB on AVX-512: whole 64-channel
+/// 3x3 filters) stay in L2 while the item's pixels stream past; partial sums wait in the
 /// item's buffer (team scratch, QT x MB values), and bias and activation are applied on
 /// the way from it to y. Register blocks whose windows cross the border skip the taps
 /// in the padding for all their pixels and read a row of zeros for the others.
@@ -108,11 +109,39 @@ struct TiledHostSimdBlocking {
   ///
   /// The 512-channel layer stays slower: its 9.4 MB of weights are packed per call (a
   /// quarter of its time in `perf`).
+  ///
+  /// AVX2 again on a 2-core AMD EPYC (Zen 3, 2026-11-29, session 32), after the pixel
+  /// classes and the items across images: the same four layers, NHWC float with bias +
+  /// ReLU, a driver calling this kernel and, in the same process, oneDNN on its blocked
+  /// layout; median over interleaved rounds (random order) of each build's median of 7
+  /// calls, ms, and the median over rounds of oneDNN's time / kcnn's. Two runs of 5
+  /// rounds (this VM's rounds vary by 10-30%: compare within a run):
+  ///
+  ///   weight block, QT        64 ch  128 ch  256 ch  512 ch   oneDNN / kcnn
+  ///   run 1: 24 KB, 128       18.52   14.43   14.82   16.89   0.75 1.02 1.01 1.04
+  ///          48 KB, 128       14.99   13.28   12.53   15.82   0.92 0.97 1.08 1.07
+  ///          72 KB, 128       14.30   13.45   13.68   15.13   1.04 1.13 1.12 1.20
+  ///          144 KB, 128      13.09   13.18   13.39   13.30   0.98 1.07 1.10 1.24
+  ///          72 KB, 64        14.24   13.67   11.88   14.73   1.10 1.06 1.15 1.23
+  ///          72 KB, 192       14.01   13.74   13.90   14.76   1.03 1.10 1.14 1.22
+  ///   run 2: 72 KB, 128       14.59   13.44   15.09   15.17   0.94 1.09 1.06 1.26
+  ///          72 KB, 64        12.94   11.63   13.08   16.08   1.06 1.18 1.16 1.20
+  ///          36 KB, 32        15.24   13.89   14.40   16.39   0.94 0.99 1.08 1.12
+  ///          96 KB, 64        13.13   12.37   13.56   15.77   1.00 1.08 1.10 1.20
+  ///          72 KB, 96        12.87   12.27   13.37   14.80   1.02 1.14 1.17 1.15
+  ///   (2 filter vectors x 5 pixels instead of 4 x 3, 72 KB, 128, run 3: 0.89 1.01 1.11
+  ///   1.17 against 4 x 3's 0.99 1.17 1.13 1.19.)
+  ///
+  /// 72 KB holds all 64 channels of a 32-filter block: the 64-channel layer's sums stay in
+  /// registers for its whole reduction instead of passing through the item's buffer four
+  /// times, and its weights stream from L2 (24 KB blocks, in L1, lost the L1 to the
+  /// buffer and the input rows). The 24 KB of session 23 were chosen when items were rows
+  /// of one image in row-major order.
   static constexpr int QT = 128;
   static constexpr int QT_wide = 384;
   static constexpr std::size_t wide_weights_bytes = 512 * 1024;
   static constexpr std::size_t weight_block_bytes =
-      kHostVectorRegisters == 32 ? 160 * 1024 : 24 * 1024;
+      kHostVectorRegisters == 32 ? 160 * 1024 : 72 * 1024;
 };
 
 /// The element types the register-blocked kernel has (16-bit tensors keep the staged
@@ -269,7 +298,7 @@ struct TiledHostSimdPlan {
 /// within int (the staged kernel takes the rest).
 template <class T>
 bool tiled_host_simd_applies(const Conv2dProblem& pb, std::int64_t x_channel_stride) {
-  if (pb.layout != Layout::NHWC || pb.has_pool || x_channel_stride != 1) return false;
+  if (pb.has_pool || (pb.layout == Layout::NHWC && x_channel_stride != 1)) return false;
   constexpr std::int64_t int_max = std::numeric_limits<int>::max();
   for (std::int64_t e : {pb.N, pb.C, pb.H, pb.W, pb.M, pb.R, pb.S, pb.P * pb.Q})
     if (e > int_max) return false;
@@ -280,7 +309,8 @@ bool tiled_host_simd_applies(const Conv2dProblem& pb, std::int64_t x_channel_str
 
 /// Packs w (M, R, S, C logically) as [m block][channel block][r][s][c][m]: per channel
 /// of a tap, the block's mb filters contiguous (one aligned vector load per nv). Filters
-/// past M and channels past C are zero. One work item per (m block, channel block, r, s).
+/// past M and channels past C are zero. One work item per (m block, channel block, r) and
+/// tap or filter row (taps_per_item).
 ///
 /// The packing is a transposition (channels contiguous in w, filters in the packed
 /// block), and it runs on every call: weights may change between calls (training
@@ -300,50 +330,75 @@ struct TiledHostSimdPackWeights {
   T* packed;
   int M, C, R, S, mb, cb, c_blocks;
 
+  /// Taps per work item: one where a filter's channels are contiguous (NHWC); a filter
+  /// row's S where they are R x S values apart (NCHW), so that the cache lines a tile of
+  /// channels spans, read for its first tap, serve the row's other taps too (packing the
+  /// 512-channel ResNet layer's NCHW filters one tap per item read each line from L2
+  /// once per tap: 11% of the call on a 2-core AMD Zen 3).
+  int taps_per_item() const { return ws.c == 1 ? 1 : S; }
+  std::int64_t items() const {
+    return (std::int64_t(M) + mb - 1) / mb * c_blocks * R * (S / taps_per_item());
+  }
+
   void operator()(std::int64_t item) const {
-    const int s = static_cast<int>(item % S);
-    const int r = static_cast<int>(item / S % R);
-    const int cblk = static_cast<int>(item / (std::int64_t(S) * R) % c_blocks);
-    const int mblk = static_cast<int>(item / (std::int64_t(S) * R * c_blocks));
-    T* const out = packed + item * std::int64_t(cb) * mb;
+    const int taps = taps_per_item();
+    const int s_items = S / taps;
+    const int s_first = static_cast<int>(item % s_items) * taps;
+    const int r = static_cast<int>(item / s_items % R);
+    const int cblk = static_cast<int>(item / (std::int64_t(s_items) * R) % c_blocks);
+    const int mblk = static_cast<int>(item / (std::int64_t(s_items) * R * c_blocks));
+    const std::int64_t tap_elems = std::int64_t(cb) * mb;
+    // The packed order: [m block][channel block][r][s][c][m].
+    T* const out_row = packed + ((std::int64_t(mblk) * c_blocks + cblk) * R + r) * S * tap_elems;
     const int m0 = mblk * mb, c0 = cblk * cb;
-    const W* const tap = w + std::int64_t(r) * ws.h + std::int64_t(s) * ws.w;
     for (int mm0 = 0; mm0 < mb; mm0 += kTile)
-      for (int ci0 = 0; ci0 < cb; ci0 += kTile) {
-        const bool full = ws.c == 1 && mm0 + kTile <= mb && ci0 + kTile <= cb &&
-                          m0 + mm0 + kTile <= M && c0 + ci0 + kTile <= C;
-        if (full) {
-          T t[kTile][kTile];
-          for (int i = 0; i < kTile; ++i) {
-            const W* const src = tap + std::int64_t(m0 + mm0 + i) * ws.n + (c0 + ci0);
-            for (int j = 0; j < kTile; ++j)
-              t[j][i] = static_cast<T>(to_compute(src[j]));
-          }
-          for (int j = 0; j < kTile; ++j) {
-            T* const dst = out + std::int64_t(ci0 + j) * mb + mm0;
-            for (int i = 0; i < kTile; ++i)
-              dst[i] = t[j][i];
-          }
-        } else {
-          // Partial tiles (the blocks' edges, M or C not a multiple of kTile, narrow
-          // blocks) and non-contiguous channels.
-          const int mt = std::min(kTile, mb - mm0), ct = std::min(kTile, cb - ci0);
-          for (int i = 0; i < mt; ++i) {
-            const int m = m0 + mm0 + i;
-            const W* const src = tap + std::int64_t(m) * ws.n;
-            for (int j = 0; j < ct; ++j) {
-              const int c = c0 + ci0 + j;
-              out[std::int64_t(ci0 + j) * mb + mm0 + i] =
-                  m < M && c < C ? static_cast<T>(to_compute(src[std::int64_t(c) * ws.c])) : T(0);
+      for (int ci0 = 0; ci0 < cb; ci0 += kTile)
+        for (int s = s_first; s < s_first + taps; ++s) {
+          T* const out = out_row + s * tap_elems;
+          const W* const tap = w + std::int64_t(r) * ws.h + std::int64_t(s) * ws.w;
+          const bool full = mm0 + kTile <= mb && ci0 + kTile <= cb && m0 + mm0 + kTile <= M &&
+                            c0 + ci0 + kTile <= C;
+          if (full) {
+            T t[kTile][kTile];
+            if (ws.c == 1) {
+              for (int i = 0; i < kTile; ++i) {
+                const W* const src = tap + std::int64_t(m0 + mm0 + i) * ws.n + (c0 + ci0);
+                for (int j = 0; j < kTile; ++j)
+                  t[j][i] = static_cast<T>(to_compute(src[j]));
+              }
+            } else {
+              for (int i = 0; i < kTile; ++i) {
+                const W* const src =
+                    tap + std::int64_t(m0 + mm0 + i) * ws.n + std::int64_t(c0 + ci0) * ws.c;
+                for (int j = 0; j < kTile; ++j)
+                  t[j][i] = static_cast<T>(to_compute(src[std::int64_t(j) * ws.c]));
+              }
+            }
+            for (int j = 0; j < kTile; ++j) {
+              T* const dst = out + std::int64_t(ci0 + j) * mb + mm0;
+              for (int i = 0; i < kTile; ++i)
+                dst[i] = t[j][i];
+            }
+          } else {
+            // Partial tiles (the blocks' edges, M or C not a multiple of kTile, narrow
+            // blocks).
+            const int mt = std::min(kTile, mb - mm0), ct = std::min(kTile, cb - ci0);
+            for (int i = 0; i < mt; ++i) {
+              const int m = m0 + mm0 + i;
+              const W* const src = tap + std::int64_t(m) * ws.n;
+              for (int j = 0; j < ct; ++j) {
+                const int c = c0 + ci0 + j;
+                out[std::int64_t(ci0 + j) * mb + mm0 + i] =
+                    m < M && c < C ? static_cast<T>(to_compute(src[std::int64_t(c) * ws.c])) : T(0);
+              }
             }
           }
         }
-      }
   }
 };
 
 /// The convolution (see the file comment). NV: filter vectors per register block.
-template <class T, class Y, class Bias, int NV, class ExecSpace>
+template <class T, class Y, class Bias, int NV, Layout L, class ExecSpace>
 struct TiledHostSimdKernel {
   /// Items handed out one at a time: items of border pixels skip taps and cost less than
   /// interior ones (the 7x7 layer's second half of the batch's pixels, 8 of its 16 items,
@@ -380,9 +435,20 @@ struct TiledHostSimdKernel {
   Activation activation;
   TiledHostSimdPlan plan;
   const T* zeros;  ///< max_cb zeros
-  /// One channel block, unit dilation_w and pixels C values apart in x (xs.w == C): a
-  /// filter row's taps are one run of S x C values in x and in the packed weights.
+  /// NHWC with one channel block, unit dilation_w and pixels C values apart in x (xs.w
+  /// == C): a filter row's taps are one run of S x C values in x and in the packed
+  /// weights.
   bool row_runs;
+
+  /// The distance in x between a pixel's consecutive channels: 1 in NHWC (the register
+  /// kernel's precondition, tiled_host_simd_applies), the plane size in NCHW.
+  KCNN_HOST_FORCEINLINE std::int64_t channel_step() const {
+    if constexpr (L == Layout::NHWC) {
+      return 1;
+    } else {
+      return xs.c;
+    }
+  }
 
   void operator()(const member_type& team) const {
     // Item order: filter blocks fastest (they share the input rows, in L2), then the
@@ -469,9 +535,15 @@ struct TiledHostSimdKernel {
     const std::int64_t tap_elems = std::int64_t(plan.cb) * MB;
     const T* w_tap = w_block;
     const T* xp[U];
+    // NCHW: per pixel, the step to its next channel (0 for a tap in the padding, which
+    // reads the same zero).
+    std::int64_t c_step[U];
+    for (int p = 0; p < U; ++p)
+      c_step[p] = channel_step();
+    const std::int64_t c_offset = std::int64_t(c0) * channel_step();
     if (interior) {
       for (int p = 0; p < U; ++p)
-        xp[p] = x_image[p] + ih0[p] * xs.h + iw0[p] * xs.w + c0;
+        xp[p] = x_image[p] + ih0[p] * xs.h + iw0[p] * xs.w + c_offset;
       if (kRowBlocks && row_runs && one_row) {
         // The block's pixels in one row, `pixel_step` values apart in x: one pointer
         // walks them (see kRowBlocks).
@@ -485,14 +557,14 @@ struct TiledHostSimdKernel {
         // the packed weights, one multiply loop (LeNet's C = 1 and 4 had loops of 1 and
         // 4 channels per tap).
         for (int r = 0; r < R; ++r, w_tap += S * tap_elems) {
-          multiply<U>(acc, xp, w_tap, S * cc);
+          multiply<U>(acc, xp, c_step, w_tap, S * cc);
           for (int p = 0; p < U; ++p)
             xp[p] += std::int64_t(dilation_h) * xs.h;
         }
       } else {
         for (int r = 0; r < R; ++r) {
           for (int s = 0; s < S; ++s, w_tap += tap_elems) {
-            multiply<U>(acc, xp, w_tap, cc);
+            multiply<U>(acc, xp, c_step, w_tap, cc);
             for (int p = 0; p < U; ++p)
               xp[p] += step_s;
           }
@@ -511,7 +583,7 @@ struct TiledHostSimdKernel {
           const std::int64_t ih = ih0[p] + std::int64_t(r) * dilation_h;
           const bool inside = ih >= 0 && ih < H;
           any_row = any_row || inside;
-          x_rows[p] = inside ? x_image[p] + ih * xs.h + c0 : nullptr;
+          x_rows[p] = inside ? x_image[p] + ih * xs.h + c_offset : nullptr;
         }
         if (!any_row) continue;
         const T* w_s = w_tap;
@@ -522,8 +594,9 @@ struct TiledHostSimdKernel {
             const bool inside = x_rows[p] && iw >= 0 && iw < W;
             any_tap = any_tap || inside;
             xp[p] = inside ? x_rows[p] + iw * xs.w : zeros;
+            c_step[p] = inside ? channel_step() : 0;
           }
-          if (any_tap) multiply<U>(acc, xp, w_s, cc);
+          if (any_tap) multiply<U>(acc, xp, c_step, w_s, cc);
         }
       }
     }
@@ -533,10 +606,26 @@ struct TiledHostSimdKernel {
   }
 
   /// The register block's FMAs over cc channels of one tap: per channel, U broadcasts,
-  /// then per filter vector one load and U FMAs.
+  /// then per filter vector one load and U FMAs. Pixel p's channels are c_step[p] values
+  /// apart in x (NCHW; NHWC: 1).
   template <int U>
   static KCNN_HOST_FORCEINLINE void multiply(V (&acc)[U][NV], const T* const (&xp)[U],
-                                             const T* w_tap, int cc) {
+                                             const std::int64_t (&c_step)[U], const T* w_tap,
+                                             int cc) {
+    if constexpr (L == Layout::NCHW) {
+      const T* xc[U];
+      for (int p = 0; p < U; ++p)
+        xc[p] = xp[p];
+      for (int c = 0; c < cc; ++c, w_tap += MB) {
+        V in[U];
+        for (int p = 0; p < U; ++p) {
+          in[p] = Vector::broadcast(xc[p]);
+          xc[p] += c_step[p];
+        }
+        fma_block<U>(acc, in, w_tap);
+      }
+      return;
+    }
     for (int c = 0; c < cc; ++c, w_tap += MB) {
       V in[U];
       for (int p = 0; p < U; ++p)
@@ -550,7 +639,18 @@ struct TiledHostSimdKernel {
     }
   }
 
-  /// multiply for U pixels `step` values apart from x0.
+  /// The FMAs of one channel: per filter vector one load and U FMAs.
+  template <int U>
+  static KCNN_HOST_FORCEINLINE void fma_block(V (&acc)[U][NV], const V (&in)[U], const T* w_c) {
+    for (int v = 0; v < NV; ++v) {
+      V wv = Vector::load(w_c + v * lanes);
+      Vector::keep_in_register(wv);
+      for (int p = 0; p < U; ++p)
+        acc[p][v] = Vector::fma(in[p], wv, acc[p][v]);
+    }
+  }
+
+  /// multiply for U pixels `step` values apart from x0 (NHWC).
   template <int U>
   static KCNN_HOST_FORCEINLINE void multiply_row(V (&acc)[U][NV], const T* x0, std::int64_t step,
                                                  const T* w_tap, int cc) {
@@ -620,60 +720,78 @@ std::size_t conv2d_tiled_host_simd(const ExecSpace& space, const XView& x, const
   const std::size_t align = HostVector<T>::alignment;
   T* const packed = reinterpret_cast<T*>(
       (reinterpret_cast<std::uintptr_t>(lease.data()) + align - 1) / align * align);
-  const std::int64_t pack_items = std::int64_t(plan.m_blocks) * plan.c_blocks * pb.R * pb.S;
+  const bool nchw = pb.layout == Layout::NCHW;
+  const auto strides = [&](const auto& v) {
+    return nchw ? logical_strides<Layout::NCHW>(v) : logical_strides<Layout::NHWC>(v);
+  };
+  const LogicalStrides xs = strides(x);
+  const TiledHostSimdPackWeights<T, view_scalar_t<WView>> pack{w.data(),
+                                                               strides(w),
+                                                               packed,
+                                                               static_cast<int>(pb.M),
+                                                               static_cast<int>(pb.C),
+                                                               static_cast<int>(pb.R),
+                                                               static_cast<int>(pb.S),
+                                                               plan.mb,
+                                                               plan.cb,
+                                                               plan.c_blocks};
   Kokkos::parallel_for(
       "kcnn::conv2d::tiled::pack_weights",
-      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, pack_items),
-      TiledHostSimdPackWeights<T, view_scalar_t<WView>>{
-          w.data(), logical_strides<Layout::NHWC>(w), packed, static_cast<int>(pb.M),
-          static_cast<int>(pb.C), static_cast<int>(pb.R), static_cast<int>(pb.S), plan.mb, plan.cb,
-          plan.c_blocks});
+      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, pack.items()),
+      pack);
 
-  auto run = [&](auto nv_tag) {
+  auto run = [&](auto nv_tag, auto layout_tag) {
     constexpr int NV = decltype(nv_tag)::value;
-    using Kernel = TiledHostSimdKernel<T, Y, Bias, NV, ExecSpace>;
+    constexpr Layout L = decltype(layout_tag)::value;
+    using Kernel = TiledHostSimdKernel<T, Y, Bias, NV, L, ExecSpace>;
     alignas(64) static const T zeros[Kernel::max_cb] = {};
-    Kernel k{
-        x.data(),
-        logical_strides<Layout::NHWC>(x),
-        packed,
-        pb.has_bias ? bias.data() : nullptr,
-        pb.has_bias ? static_cast<std::int64_t>(bias.stride(0)) : 0,
-        y.data(),
-        logical_strides<Layout::NHWC>(y),
-        static_cast<int>(pb.N),
-        static_cast<int>(pb.H),
-        static_cast<int>(pb.W),
-        static_cast<int>(pb.C),
-        static_cast<int>(pb.M),
-        static_cast<int>(pb.R),
-        static_cast<int>(pb.S),
-        static_cast<int>(pb.P),
-        static_cast<int>(pb.Q),
-        pb.stride_h,
-        pb.stride_w,
-        pb.pad_h,
-        pb.pad_w,
-        pb.dilation_h,
-        pb.dilation_w,
-        pb.activation,
-        plan,
-        zeros,
-        plan.c_blocks == 1 && pb.dilation_w == 1 && logical_strides<Layout::NHWC>(x).w == pb.C};
+    Kernel k{x.data(),
+             xs,
+             packed,
+             pb.has_bias ? bias.data() : nullptr,
+             pb.has_bias ? static_cast<std::int64_t>(bias.stride(0)) : 0,
+             y.data(),
+             strides(y),
+             static_cast<int>(pb.N),
+             static_cast<int>(pb.H),
+             static_cast<int>(pb.W),
+             static_cast<int>(pb.C),
+             static_cast<int>(pb.M),
+             static_cast<int>(pb.R),
+             static_cast<int>(pb.S),
+             static_cast<int>(pb.P),
+             static_cast<int>(pb.Q),
+             pb.stride_h,
+             pb.stride_w,
+             pb.pad_h,
+             pb.pad_w,
+             pb.dilation_h,
+             pb.dilation_w,
+             pb.activation,
+             plan,
+             zeros,
+             L == Layout::NHWC && plan.c_blocks == 1 && pb.dilation_w == 1 && xs.w == pb.C};
     typename Kernel::Policy policy(space, plan.items, 1);
     policy.set_chunk_size(1);
     policy.set_scratch_size(0, Kokkos::PerTeam(plan.row_buffer_bytes<T>()));
     Kokkos::parallel_for("kcnn::conv2d::tiled::host_simd", policy, k);
   };
+  auto with_layout = [&](auto nv_tag) {
+    if (nchw) {
+      run(nv_tag, std::integral_constant<Layout, Layout::NCHW>{});
+    } else {
+      run(nv_tag, std::integral_constant<Layout, Layout::NHWC>{});
+    }
+  };
   switch (plan.nv) {
     case 1:
-      run(std::integral_constant<int, 1>{});
+      with_layout(std::integral_constant<int, 1>{});
       break;
     case 2:
-      run(std::integral_constant<int, 2>{});
+      with_layout(std::integral_constant<int, 2>{});
       break;
     default:
-      run(std::integral_constant<int, 4>{});
+      with_layout(std::integral_constant<int, 4>{});
       break;
   }
   return workspace;
