@@ -259,52 +259,148 @@ TEST_P(Conv2dBackward, SixteenBitWithinTheRoundingBound) {
 }
 
 /// LayoutLeft operands (not row-major: the packed GEMM paths) and an empty-bias call.
+/// conv2d_backward_data on a CPU takes Tiled's register-blocked kernel (a forward
+/// convolution of dy with the rotated, transposed filters,
+/// impl/backward/conv2d_backward_data_direct.hpp) at unit stride with padding at most
+/// (R - 1) x dilation, where its packed weights fit the workspace limit, and the GEMM path
+/// otherwise; both match the host gradient (dx poisoned first). The cases: the edges of
+/// the direct path's padding (0 and (R - 1) x dilation, per dimension), dilation with a
+/// non-square filter, 1x1, C = 1 and M = 1, batch 1, several channel blocks (C = 67 and
+/// M = 130 at 3x3), a LeNet-like 7x7 layer; stride 2 and padding beyond the reach on
+/// the GEMM path; and, where the GEMM path's one-image scratch fits below the packed
+/// weights (more filters than pixels), a workspace limit one byte below the packed
+/// weights: the GEMM path. Float and double, both layouts, both host backends. Host
+/// builds only.
+TEST(Conv2dBackwardDataDirect, RunsTheRegisterKernelAtUnitStride) {
+  if constexpr (!std::is_same_v<Kokkos::DefaultExecutionSpace::memory_space, Kokkos::HostSpace>) {
+    GTEST_SKIP() << "the register-blocked kernel runs on host backends";
+  } else {
+    struct Expect {
+      ConvCase c;
+      bool direct;
+    };
+    // name, N, C, H, W, M, R, S, stride h/w, pad h/w, dilation h/w
+    const std::vector<Expect> cases = {
+        {{"resnet_like", 2, 16, 9, 10, 24, 3, 3, 1, 1, 1, 1}, true},
+        {{"no_padding", 1, 5, 8, 7, 9, 3, 3}, true},
+        {{"pad_at_reach_dilated_5x3", 2, 3, 13, 11, 10, 5, 3, 1, 1, 8, 4, 2, 2}, true},
+        {{"pad_h_0_pad_w_at_reach", 1, 4, 6, 9, 33, 3, 5, 1, 1, 0, 8, 1, 2}, true},
+        {{"pointwise", 3, 7, 5, 4, 17, 1, 1}, true},
+        {{"one_channel", 2, 1, 12, 11, 6, 5, 5, 1, 1, 2, 2}, true},
+        {{"one_filter", 2, 9, 7, 8, 1, 3, 3, 1, 1, 1, 1}, true},
+        {{"channel_blocks", 1, 130, 6, 5, 67, 3, 3, 1, 1, 1, 1}, true},
+        {{"lenet_c3_like", 3, 4, 16, 15, 16, 7, 7}, true},
+        {{"stride2", 2, 5, 11, 9, 7, 3, 3, 2, 2, 1, 1}, false},
+        {{"pad_beyond_reach", 1, 6, 5, 6, 8, 3, 3, 1, 1, 3, 1}, false},
+    };
+    int fallbacks = 0;
+    for (const Expect& e : cases)
+      for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+        ConvCase c = e.c;
+        c.layout = layout;
+        SCOPED_TRACE(c.name + std::string(" ") + kcnn::to_string(layout));
+        for (Backend b : backends())
+          with_backend(b, [&](auto space) {
+            using Space = std::decay_t<decltype(space)>;
+            SCOPED_TRACE(backend_name(b));
+            auto check = [&](auto scalar) {
+              using T = decltype(scalar);
+              SCOPED_TRACE((std::is_same_v<T, float> ? "float" : "double"));
+              const auto wv = rounded<T>(random_values(product(c.w_extents()), 32));
+              const auto dyv = rounded<T>(random_values(product(c.y_extents()), 33));
+              const auto want = host_backward_data(c, dyv, wv);
+              auto w = make_tensor<T, Space>("w", c.w_extents(), wv);
+              auto dy = make_tensor<T, Space>("dy", c.y_extents(), dyv);
+              const auto xe = c.x_extents();
+              Tensor4<T, Space> dx("dx", xe[0], xe[1], xe[2], xe[3]);
+              auto run = [&](std::size_t limit) {
+                kcnn::Conv2dParams params = c.params();
+                params.workspace_limit_bytes = limit;
+                poison(dx);
+                const LaunchedKernels launched;
+                kcnn::conv2d_backward_data(space, dy, w, dx, params);
+                space.fence();
+                EXPECT_LE(relative_error(to_host(dx), want), tolerance<T>());
+                return launched.saw("kcnn::conv2d::tiled::host_simd");
+              };
+              EXPECT_EQ(run(0), e.direct);
+              if (e.direct) {
+                // The packed weights one byte over the limit: the GEMM path, same result,
+                // where its one image's unrolled matrix fits that limit.
+                const auto pb = kcnn::Impl::make_conv2d_backward_problem(
+                    "test", dx, w, 0, dy, c.params(),
+                    kcnn::Impl::ConvTensorNames{"dx", "w", "bias", "dy"});
+                const auto as = kcnn::Impl::backward_data_as_forward(pb);
+                ASSERT_TRUE(as.ok);
+                const std::size_t packed =
+                    kcnn::Impl::tiled_host_simd_workspace_bytes<T>(as.forward);
+                const std::size_t one_image =
+                    std::size_t(c.C) * c.R * c.S * c.P() * c.Q() * sizeof(T) + 1024;
+                if (packed - 1 >= one_image) {
+                  EXPECT_FALSE(run(packed - 1));
+                  ++fallbacks;
+                }
+              }
+            };
+            check(float{});
+            check(double{});
+          });
+      }
+    EXPECT_GT(fallbacks, 0) << "no case exercised the workspace limit's fallback";
+  }
+}
+
 TEST(Conv2dBackwardViews, LayoutLeftAndNoBias) {
   using Space = Kokkos::DefaultExecutionSpace;
   using Left4 = Kokkos::View<double****, Kokkos::LayoutLeft, Space::memory_space>;
-  for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
-    ConvCase c{"left", 3, 2, 9, 8, 3, 3, 2, 2, 1, 1, 0};
-    c.layout = layout;
-    SCOPED_TRACE(kcnn::to_string(layout));
-    const auto xv = random_values(product(c.x_extents()), 21);
-    const auto wv = random_values(product(c.w_extents()), 22);
-    const auto dyv = random_values(product(c.y_extents()), 23);
-    auto left = [](const std::string& label, const std::array<int, 4>& e,
-                   const std::vector<double>& v) {
-      Left4 out(label, e[0], e[1], e[2], e[3]);
-      auto h = Kokkos::create_mirror_view(out);
-      std::size_t i = 0;  // v is row-major in the index order
-      for (int a = 0; a < e[0]; ++a)
-        for (int b = 0; b < e[1]; ++b)
-          for (int d = 0; d < e[2]; ++d)
-            for (int f = 0; f < e[3]; ++f)
-              h(a, b, d, f) = v.empty() ? 0.0 : v[i++];
-      Kokkos::deep_copy(out, h);
-      return out;
-    };
-    auto row_major = [](const Left4& v) {
-      auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
-      std::vector<double> out;
-      for (std::size_t a = 0; a < h.extent(0); ++a)
-        for (std::size_t b = 0; b < h.extent(1); ++b)
-          for (std::size_t d = 0; d < h.extent(2); ++d)
-            for (std::size_t f = 0; f < h.extent(3); ++f)
-              out.push_back(h(a, b, d, f));
-      return out;
-    };
-    auto x = left("x", c.x_extents(), xv), w = left("w", c.w_extents(), wv);
-    auto dy = left("dy", c.y_extents(), dyv);
-    auto dx = left("dx", c.x_extents(), {}), dw = left("dw", c.w_extents(), {});
-    poison(dx);
-    poison(dw);
-    kcnn::conv2d_backward_data(Space(), dy, w, dx, c.params());
-    kcnn::conv2d_backward_weights(Space(), x, dy, dw, c.params());
-    Space().fence();
-    std::vector<double> want_dw, want_db;
-    host_backward_weights(c, xv, dyv, want_dw, want_db);
-    EXPECT_LE(relative_error(row_major(dx), host_backward_data(c, dyv, wv)), 1e-12);
-    EXPECT_LE(relative_error(row_major(dw), want_dw), 1e-12);
-  }
+  // Stride 2 (the GEMM path) and stride 1 (on a CPU, NCHW: the register-blocked kernel
+  // with LayoutLeft's strides; NHWC's channels are not contiguous there: the GEMM path).
+  const ConvCase cases[] = {{"left", 3, 2, 9, 8, 3, 3, 2, 2, 1, 1, 0},
+                            {"left_unit_stride", 3, 2, 9, 8, 5, 3, 3, 1, 1, 1, 1}};
+  for (const ConvCase& base : cases)
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+      ConvCase c = base;
+      c.layout = layout;
+      SCOPED_TRACE(c.name + std::string(" ") + kcnn::to_string(layout));
+      const auto xv = random_values(product(c.x_extents()), 21);
+      const auto wv = random_values(product(c.w_extents()), 22);
+      const auto dyv = random_values(product(c.y_extents()), 23);
+      auto left = [](const std::string& label, const std::array<int, 4>& e,
+                     const std::vector<double>& v) {
+        Left4 out(label, e[0], e[1], e[2], e[3]);
+        auto h = Kokkos::create_mirror_view(out);
+        std::size_t i = 0;  // v is row-major in the index order
+        for (int a = 0; a < e[0]; ++a)
+          for (int b = 0; b < e[1]; ++b)
+            for (int d = 0; d < e[2]; ++d)
+              for (int f = 0; f < e[3]; ++f)
+                h(a, b, d, f) = v.empty() ? 0.0 : v[i++];
+        Kokkos::deep_copy(out, h);
+        return out;
+      };
+      auto row_major = [](const Left4& v) {
+        auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+        std::vector<double> out;
+        for (std::size_t a = 0; a < h.extent(0); ++a)
+          for (std::size_t b = 0; b < h.extent(1); ++b)
+            for (std::size_t d = 0; d < h.extent(2); ++d)
+              for (std::size_t f = 0; f < h.extent(3); ++f)
+                out.push_back(h(a, b, d, f));
+        return out;
+      };
+      auto x = left("x", c.x_extents(), xv), w = left("w", c.w_extents(), wv);
+      auto dy = left("dy", c.y_extents(), dyv);
+      auto dx = left("dx", c.x_extents(), {}), dw = left("dw", c.w_extents(), {});
+      poison(dx);
+      poison(dw);
+      kcnn::conv2d_backward_data(Space(), dy, w, dx, c.params());
+      kcnn::conv2d_backward_weights(Space(), x, dy, dw, c.params());
+      Space().fence();
+      std::vector<double> want_dw, want_db;
+      host_backward_weights(c, xv, dyv, want_dw, want_db);
+      EXPECT_LE(relative_error(row_major(dx), host_backward_data(c, dyv, wv)), 1e-12);
+      EXPECT_LE(relative_error(row_major(dw), want_dw), 1e-12);
+    }
 }
 
 TEST(Conv2dBackwardViews, EmptyBatchAndNoFilters) {

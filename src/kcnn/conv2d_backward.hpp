@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "impl/backward/conv2d_backward_data_direct.hpp"
 #include "impl/backward/conv2d_backward_gemm.hpp"
 #include "impl/common/problem.hpp"
 #include "impl/common/profiling.hpp"
@@ -27,10 +28,13 @@ namespace kcnn {
 /// \brief The gradient of y = conv(x, w) with respect to x: dx = conv^T(dy, w), the
 ///        adjoint of the convolution in x (<conv(x, w), dy> = <x, dx> for every x).
 ///
-/// Overwrites every element of dx (elements that no window reads get 0). Computed per
-/// chunk of images as a GEMM of the weights with dy into unrolled columns, folded back
-/// into dx by col2im (see impl/backward/conv2d_backward_gemm.hpp); deterministic. Asynchronous on
-/// `space`, like any Kokkos kernel.
+/// Overwrites every element of dx (elements that no window reads get 0). On CPUs, float
+/// and double at unit stride (with padding at most (R - 1) x dilation): a forward
+/// convolution of dy with the rotated, transposed filters on Tiled's register-blocked
+/// kernel (impl/backward/conv2d_backward_data_direct.hpp); otherwise per chunk of images
+/// a GEMM of the weights with dy into unrolled columns, folded back into dx by col2im
+/// (impl/backward/conv2d_backward_gemm.hpp). Deterministic. Asynchronous on `space`, like
+/// any Kokkos kernel.
 ///
 /// \param space  [in]  execution space instance (stream) to run on
 /// \param dy     [in]  output gradient, rank 4: NCHW (N, M, P, Q) or NHWC (N, P, Q, M)
@@ -48,8 +52,10 @@ namespace kcnn {
 /// W = 0) is a no-op; M = 0 gives dx = 0.
 /// \throws kcnn::Error, before anything is written, on every condition conv2d_forward
 ///         rejects (with dx in x's role, dy in y's), on a non-Identity activation or a
-///         pool, when the workspace limit cannot hold one image's unrolled matrix, and when a
-///         GEMM extent (C*R*S, M or P*Q) is 2^31 or more (BLAS' 32-bit dimensions).
+///         pool, and on the GEMM path (where the direct kernel does not serve the call or
+///         its packed weights do not fit the workspace limit) when the workspace limit
+///         cannot hold one image's unrolled matrix and when a GEMM extent (C*R*S, M or
+///         P*Q) is 2^31 or more (BLAS' 32-bit dimensions).
 template <class ExecSpace, class DYView, class WView, class DXView>
 void conv2d_backward_data(const ExecSpace& space, const DYView& dy, const WView& w,
                           const DXView& dx, const Conv2dParams& params) {
@@ -77,6 +83,7 @@ void conv2d_backward_data(const ExecSpace& space, const DYView& dy, const WView&
   }
   const auto dyk = Impl::as_kernel_view<ExecSpace, false>(dy);
   const auto wk = Impl::as_kernel_view<ExecSpace, false>(w);
+  if (Impl::conv2d_backward_data_direct(space, dyk, wk, dxk, pb)) return;
   if (pb.layout == Layout::NCHW) {
     Impl::conv2d_backward_data_gemm<Layout::NCHW>(space, dyk, wk, dxk, pb);
   } else {

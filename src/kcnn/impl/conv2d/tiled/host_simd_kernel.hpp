@@ -696,18 +696,35 @@ struct TiledHostSimdKernel {
   }
 };
 
-/// Runs (or in LaunchMode::Check only plans) ConvAlgo::Tiled's register-blocked host
-/// kernel; returns its workspace bytes (the packed weights), which must fit
-/// pb.workspace_limit_bytes: a smaller budget throws kcnn::Error, in Check mode too, so
-/// that Auto passes over Tiled for a call it cannot serve (as over TensorCoreGemm's
-/// packed weights) instead of exceeding the budget the caller set.
-template <class ExecSpace, class XView, class WView, class BView, class YView>
-std::size_t conv2d_tiled_host_simd(const ExecSpace& space, const XView& x, const WView& w,
-                                   const BView& bias, const YView& y, const Conv2dProblem& pb,
-                                   LaunchMode mode) {
-  using T = view_scalar_t<XView>;
-  using Y = view_scalar_t<YView>;
-  using Bias = view_scalar_t<BView>;
+/// The operands of one call of the register-blocked kernel, as pointers and logical
+/// strides (n, c, h, w in NCHW's roles; w's n: filter, c: channel, h: r, w: s), so that
+/// the backward data convolution can pass dy in x's role and its filters rotated and
+/// transposed (negative tap strides from the last tap: conv2d_backward_data_direct.hpp).
+template <class T, class W, class Bias, class Y>
+struct TiledHostSimdOperands {
+  const T* x;
+  LogicalStrides xs;
+  const W* w;
+  LogicalStrides ws;
+  const Bias* bias;  ///< nullptr: none
+  std::int64_t bias_stride;
+  Y* y;
+  LogicalStrides ys;
+};
+
+/// The register-blocked kernel's workspace for `pb` (the packed weights and their
+/// alignment slack).
+template <class T>
+std::size_t tiled_host_simd_workspace_bytes(const Conv2dProblem& pb) {
+  return TiledHostSimdPlan::make<T>(pb).template workspace_bytes<T>();
+}
+
+/// Runs (or in LaunchMode::Check only plans) the register-blocked host kernel on raw
+/// operands (see conv2d_tiled_host_simd); `pb` describes the convolution they hold.
+template <class ExecSpace, class T, class W, class Bias, class Y>
+std::size_t conv2d_tiled_host_simd_operands(const ExecSpace& space,
+                                            const TiledHostSimdOperands<T, W, Bias, Y>& op,
+                                            const Conv2dProblem& pb, LaunchMode mode) {
   const TiledHostSimdPlan plan = TiledHostSimdPlan::make<T>(pb);
   const std::size_t workspace = plan.workspace_bytes<T>();
   throw_if(workspace > pb.workspace_limit_bytes, "kcnn::conv2d_forward",
@@ -720,21 +737,16 @@ std::size_t conv2d_tiled_host_simd(const ExecSpace& space, const XView& x, const
   const std::size_t align = HostVector<T>::alignment;
   T* const packed = reinterpret_cast<T*>(
       (reinterpret_cast<std::uintptr_t>(lease.data()) + align - 1) / align * align);
-  const bool nchw = pb.layout == Layout::NCHW;
-  const auto strides = [&](const auto& v) {
-    return nchw ? logical_strides<Layout::NCHW>(v) : logical_strides<Layout::NHWC>(v);
-  };
-  const LogicalStrides xs = strides(x);
-  const TiledHostSimdPackWeights<T, view_scalar_t<WView>> pack{w.data(),
-                                                               strides(w),
-                                                               packed,
-                                                               static_cast<int>(pb.M),
-                                                               static_cast<int>(pb.C),
-                                                               static_cast<int>(pb.R),
-                                                               static_cast<int>(pb.S),
-                                                               plan.mb,
-                                                               plan.cb,
-                                                               plan.c_blocks};
+  const TiledHostSimdPackWeights<T, W> pack{op.w,
+                                            op.ws,
+                                            packed,
+                                            static_cast<int>(pb.M),
+                                            static_cast<int>(pb.C),
+                                            static_cast<int>(pb.R),
+                                            static_cast<int>(pb.S),
+                                            plan.mb,
+                                            plan.cb,
+                                            plan.c_blocks};
   Kokkos::parallel_for(
       "kcnn::conv2d::tiled::pack_weights",
       Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, pack.items()),
@@ -745,13 +757,13 @@ std::size_t conv2d_tiled_host_simd(const ExecSpace& space, const XView& x, const
     constexpr Layout L = decltype(layout_tag)::value;
     using Kernel = TiledHostSimdKernel<T, Y, Bias, NV, L, ExecSpace>;
     alignas(64) static const T zeros[Kernel::max_cb] = {};
-    Kernel k{x.data(),
-             xs,
+    Kernel k{op.x,
+             op.xs,
              packed,
-             pb.has_bias ? bias.data() : nullptr,
-             pb.has_bias ? static_cast<std::int64_t>(bias.stride(0)) : 0,
-             y.data(),
-             strides(y),
+             op.bias,
+             op.bias ? op.bias_stride : 0,
+             op.y,
+             op.ys,
              static_cast<int>(pb.N),
              static_cast<int>(pb.H),
              static_cast<int>(pb.W),
@@ -770,14 +782,14 @@ std::size_t conv2d_tiled_host_simd(const ExecSpace& space, const XView& x, const
              pb.activation,
              plan,
              zeros,
-             L == Layout::NHWC && plan.c_blocks == 1 && pb.dilation_w == 1 && xs.w == pb.C};
+             L == Layout::NHWC && plan.c_blocks == 1 && pb.dilation_w == 1 && op.xs.w == pb.C};
     typename Kernel::Policy policy(space, plan.items, 1);
     policy.set_chunk_size(1);
     policy.set_scratch_size(0, Kokkos::PerTeam(plan.row_buffer_bytes<T>()));
     Kokkos::parallel_for("kcnn::conv2d::tiled::host_simd", policy, k);
   };
   auto with_layout = [&](auto nv_tag) {
-    if (nchw) {
+    if (pb.layout == Layout::NCHW) {
       run(nv_tag, std::integral_constant<Layout, Layout::NCHW>{});
     } else {
       run(nv_tag, std::integral_constant<Layout, Layout::NHWC>{});
@@ -795,6 +807,32 @@ std::size_t conv2d_tiled_host_simd(const ExecSpace& space, const XView& x, const
       break;
   }
   return workspace;
+}
+
+/// Runs (or in LaunchMode::Check only plans) ConvAlgo::Tiled's register-blocked host
+/// kernel; returns its workspace bytes (the packed weights), which must fit
+/// pb.workspace_limit_bytes: a smaller budget throws kcnn::Error, in Check mode too, so
+/// that Auto passes over Tiled for a call it cannot serve (as over TensorCoreGemm's
+/// packed weights) instead of exceeding the budget the caller set.
+template <class ExecSpace, class XView, class WView, class BView, class YView>
+std::size_t conv2d_tiled_host_simd(const ExecSpace& space, const XView& x, const WView& w,
+                                   const BView& bias, const YView& y, const Conv2dProblem& pb,
+                                   LaunchMode mode) {
+  const bool nchw = pb.layout == Layout::NCHW;
+  const auto strides = [&](const auto& v) {
+    return nchw ? logical_strides<Layout::NCHW>(v) : logical_strides<Layout::NHWC>(v);
+  };
+  const TiledHostSimdOperands<view_scalar_t<XView>, view_scalar_t<WView>, view_scalar_t<BView>,
+                              view_scalar_t<YView>>
+      op{x.data(),
+         strides(x),
+         w.data(),
+         strides(w),
+         pb.has_bias ? bias.data() : nullptr,
+         pb.has_bias ? static_cast<std::int64_t>(bias.stride(0)) : 0,
+         y.data(),
+         strides(y)};
+  return conv2d_tiled_host_simd_operands(space, op, pb, mode);
 }
 
 }  // namespace kcnn::Impl
