@@ -53,6 +53,10 @@ BaselineLibrary onednn_library();
 /// ReLU, 2x2 max pool, conv, ReLU, 4x4 max pool; `blocked`: in oneDNN's own formats,
 /// else every tensor NHWC (`nhwc`) or NCHW.
 std::unique_ptr<BaselineRun> onednn_lenet_stack(int batch, bool nhwc, bool blocked);
+/// conv2d_backward_data's counterpart (oneDNN's convolution_backward_data: dx from dy and
+/// the weights), "oneDNN" in the shape's layout and "oneDNN_blocked" in its own formats
+/// (dy and the weights reordered once, untimed; dx stays blocked).
+std::vector<Baseline> onednn_backward_data_baselines();
 #endif
 
 /// Every baseline this build has for element type `scalar` (oneDNN: float only).
@@ -65,6 +69,19 @@ inline std::vector<Baseline> available_baselines(ScalarKind scalar) {
 #if defined(KCNN_PERF_HAVE_ONEDNN)
   if (scalar == ScalarKind::Float)
     for (auto& b : onednn_baselines())
+      all.push_back(std::move(b));
+#endif
+  (void)scalar;
+  return all;
+}
+
+/// The backward-data baselines this build has for `scalar` (oneDNN, float; none on GPUs
+/// yet).
+inline std::vector<Baseline> available_backward_data_baselines(ScalarKind scalar) {
+  std::vector<Baseline> all;
+#if defined(KCNN_PERF_HAVE_ONEDNN)
+  if (scalar == ScalarKind::Float)
+    for (auto& b : onednn_backward_data_baselines())
       all.push_back(std::move(b));
 #endif
   (void)scalar;

@@ -4,7 +4,8 @@
 //    from Kokkos Views: the like-for-like comparison behind "vs_baseline";
 //  - "oneDNN_blocked": oneDNN's preferred (blocked) formats (format_tag::any); inputs are
 //    reordered into them once, outside the timed region, and y stays blocked;
-//  - the LeNet stack as six primitives (onednn_lenet_stack), in either way.
+//  - the LeNet stack as six primitives (onednn_lenet_stack), in either way;
+//  - the backward data convolution (onednn_backward_data_baselines), in either way.
 #include <Kokkos_Core.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -83,6 +84,70 @@ class OnednnConv final : public BaselineRun {
   ShapeData<Kokkos::DefaultHostExecutionSpace> data_;
   std::unordered_map<int, memory> args_;
   dnnl::convolution_forward conv_;
+  std::string impl_;
+};
+
+/// oneDNN's backward data convolution: dx from dy (random, y's shape) and the weights, in
+/// the shape's layout or (blocked) in oneDNN's own formats, dy and the weights reordered
+/// once outside the timed region and dx left blocked.
+class OnednnBackwardData final : public BaselineRun {
+ public:
+  OnednnBackwardData(const Shape& sh, bool blocked) : stream_(cpu_engine()), data_(sh, 17) {
+    auto& eng = cpu_engine();
+    // y, random, plays dy; x is overwritten with dx.
+    Kokkos::Random_XorShift64_Pool<Kokkos::DefaultHostExecutionSpace> pool(19);
+    fill_uniform(data_.y, pool);
+    Kokkos::DefaultHostExecutionSpace().fence();
+    const memory::dims xd = {sh.N, sh.C, sh.H, sh.W}, wd = {sh.M, sh.C, sh.R, sh.S},
+                       yd = {sh.N, sh.M, sh.P(), sh.Q()};
+    const auto f32 = memory::data_type::f32;
+    const auto act_tag = sh.nhwc() ? memory::format_tag::nhwc : memory::format_tag::nchw;
+    const auto wei_tag = sh.nhwc() ? memory::format_tag::ohwi : memory::format_tag::oihw;
+    const memory::desc dx_user(xd, f32, act_tag), w_user(wd, f32, wei_tag),
+        dy_user(yd, f32, act_tag);
+    const auto any = memory::format_tag::any;
+    const memory::desc dx_want = blocked ? memory::desc(xd, f32, any) : dx_user;
+    const memory::desc w_want(wd, f32, any);
+    const memory::desc dy_want = blocked ? memory::desc(yd, f32, any) : dy_user;
+    const memory::dims strides = {sh.stride, sh.stride}, pads = {sh.pad, sh.pad},
+                       dilates = {sh.dilation - 1, sh.dilation - 1};
+    // The backward primitive takes a forward one as its hint.
+    const dnnl::convolution_forward::primitive_desc hint(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                        dnnl::algorithm::convolution_direct, dx_want, w_want,
+                                        dy_want, strides, dilates, pads, pads),
+        eng);
+    const dnnl::convolution_backward_data::primitive_desc pd(
+        dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, dx_want, w_want,
+                                              dy_want, strides, dilates, pads, pads),
+        eng, hint);
+    impl_ = pd.impl_info_str();
+    auto prepared = [&](const memory::desc& want, const memory::desc& user, float* data) {
+      memory user_mem(user, eng, data);
+      if (want == user) return user_mem;
+      memory mem(want, eng);
+      dnnl::reorder(user_mem, mem).execute(stream_, user_mem, mem);
+      return mem;
+    };
+    args_[DNNL_ARG_DIFF_DST] = prepared(pd.diff_dst_desc(), dy_user, data_.y.data());
+    args_[DNNL_ARG_WEIGHTS] = prepared(pd.weights_desc(), w_user, data_.w.data());
+    args_[DNNL_ARG_DIFF_SRC] = pd.diff_src_desc() == dx_user ? memory(dx_user, eng, data_.x.data())
+                                                             : memory(pd.diff_src_desc(), eng);
+    stream_.wait();
+    conv_ = dnnl::convolution_backward_data(pd);
+  }
+
+  void run() override {
+    conv_.execute(stream_, args_);
+    stream_.wait();
+  }
+  std::string describe() const override { return "oneDNN " + impl_; }
+
+ private:
+  dnnl::stream stream_;
+  ShapeData<Kokkos::DefaultHostExecutionSpace> data_;
+  std::unordered_map<int, memory> args_;
+  dnnl::convolution_backward_data conv_;
   std::string impl_;
 };
 
@@ -214,6 +279,19 @@ std::vector<Baseline> onednn_baselines() {
       {"oneDNN_blocked", false,
        [](const Shape& sh) -> std::unique_ptr<BaselineRun> {
          return std::make_unique<OnednnConv>(sh, true);
+       }},
+  };
+}
+
+std::vector<Baseline> onednn_backward_data_baselines() {
+  return {
+      {"oneDNN", true,
+       [](const Shape& sh) -> std::unique_ptr<BaselineRun> {
+         return std::make_unique<OnednnBackwardData>(sh, false);
+       }},
+      {"oneDNN_blocked", false,
+       [](const Shape& sh) -> std::unique_ptr<BaselineRun> {
+         return std::make_unique<OnednnBackwardData>(sh, true);
        }},
   };
 }

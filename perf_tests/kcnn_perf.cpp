@@ -45,6 +45,11 @@
 // im2col/lenet/c3/<layout> times kcnn::im2col alone on LeNet C3's whole batch (GB/s = x
 // read + the unrolled matrix written; frac_peak_bw against the copy ceiling).
 //
+// conv2d_backward_data/<suite>/<name>/<layout>/kcnn times kcnn::conv2d_backward_data on
+// every suite shape (dx from a random dy; GFLOP/s and GB/s as the forward's), beside
+// oneDNN's backward data in the layout and in its own formats (host builds, float;
+// vs_baseline against oneDNN in the layout).
+//
 // Pooling (issue 6): pool2d/lenet/<s2|s4>/<layout>/<Max> times pool2d_forward alone on
 // the seed network's subsampling layers (B,4,80,80 2x2 max; B,16,34,34 4x4 max; GB/s =
 // bytes read + written, frac_peak_bw against the copy ceiling), and
@@ -202,8 +207,10 @@ void skip(benchmark::State& state, const std::string& why) {
   state.SkipWithError(why.c_str());
 }
 
+/// `op`: "" for the forward convolution, "backward_data " for its backward data rows
+/// (their baseline times are kept apart: Run::baseline_seconds is keyed by op + key).
 void report(benchmark::State& state, const Shape& sh, const Timing& t,
-            std::size_t element_bytes = sizeof(float)) {
+            std::size_t element_bytes = sizeof(float), const std::string& op = "") {
   for (auto _ : state)
     state.SetIterationTime(t.median);
   const double gflops = sh.flops() / t.median * 1e-9,
@@ -212,7 +219,7 @@ void report(benchmark::State& state, const Shape& sh, const Timing& t,
   state.counters["GB/s"] = gbs;
   if (g_run->peaks.gflops > 0) state.counters["frac_peak_flops"] = gflops / g_run->peaks.gflops;
   if (g_run->peaks.gbs > 0) state.counters["frac_peak_bw"] = gbs / g_run->peaks.gbs;
-  const auto base = g_run->baseline_seconds.find(sh.key());
+  const auto base = g_run->baseline_seconds.find(op + sh.key());
   if (base != g_run->baseline_seconds.end())
     state.counters["vs_baseline"] = base->second / t.median;
   state.counters["reps"] = t.reps;
@@ -256,7 +263,8 @@ void bench_kcnn(benchmark::State& state, const Shape& sh, kcnn::ConvAlgo algo) {
                                  : std::string()));
 }
 
-void bench_baseline(benchmark::State& state, const Shape& sh, const Baseline& baseline) {
+void bench_baseline(benchmark::State& state, const Shape& sh, const Baseline& baseline,
+                    const std::string& op = "") {
   std::string label;
   Timing t;
   try {
@@ -266,9 +274,29 @@ void bench_baseline(benchmark::State& state, const Shape& sh, const Baseline& ba
   } catch (const std::exception& e) {
     return skip(state, baseline.name + ": " + e.what());
   }
-  if (baseline.is_reference) g_run->baseline_seconds[sh.key()] = t.median;
-  report(state, sh, t);
+  if (baseline.is_reference) g_run->baseline_seconds[op + sh.key()] = t.median;
+  report(state, sh, t, sizeof(float), op);
   state.SetLabel(sh.key() + " " + label);
+}
+
+/// kcnn::conv2d_backward_data on the shape: dx (x's shape) from dy (y's shape, random)
+/// and w; FLOPs and bytes counted as the forward's.
+template <class Scalar>
+void bench_backward_data(benchmark::State& state, const Shape& sh) {
+  const ShapeData<Space, Scalar> d(sh);
+  Kokkos::Random_XorShift64_Pool<Space> pool(19);
+  fill_uniform(d.y, pool);
+  Space().fence();
+  kcnn::Conv2dParams params = sh.params();
+  params.activation = kcnn::Activation::Identity;  // the gradient of the linear convolution
+  Timing t;
+  try {
+    t = time_runs([&] { kcnn::conv2d_backward_data(Space(), d.y, d.w, d.x, params); });
+  } catch (const kcnn::Error& e) {
+    return skip(state, e.what());
+  }
+  report(state, sh, t, sizeof(Scalar), "backward_data ");
+  state.SetLabel(sh.key());
 }
 
 /// Median time of `once` (its launches) by this run's rule (time_runs), or a skip.
@@ -564,6 +592,27 @@ void register_shape(const Shape& sh, const std::vector<Baseline>& baselines) {
     });
 }
 
+/// conv2d_backward_data/<suite>/<name>/<layout>/<kcnn | baseline>.
+void register_backward_data(const Shape& sh, const std::vector<Baseline>& baselines) {
+  const std::string prefix =
+      "conv2d_backward_data/" + sh.suite + "/" + sh.name + "/" + kcnn::to_string(sh.layout) + "/";
+  for (const Baseline& b : baselines)
+    register_one(prefix + b.name,
+                 [sh, b](benchmark::State& st) { bench_baseline(st, sh, b, "backward_data "); });
+  register_one(prefix + "kcnn", [sh](benchmark::State& st) {
+    switch (g_run->opt.scalar) {
+      case ScalarKind::Double:
+        return bench_backward_data<double>(st, sh);
+      case ScalarKind::Half:
+        return bench_backward_data<Kokkos::Experimental::half_t>(st, sh);
+      case ScalarKind::BFloat16:
+        return bench_backward_data<kcnn::bfloat16>(st, sh);
+      default:
+        return bench_backward_data<float>(st, sh);
+    }
+  });
+}
+
 /// Reads our own flags; returns the rest for Google Benchmark. Throws on bad values.
 std::vector<char*> parse_args(int argc, char** argv, Options& opt) {
   std::vector<char*> rest{argv[0]};
@@ -792,6 +841,10 @@ int run_all(int argc, char** argv) {
     register_shape(sh, baselines);
   for (const Shape& sh : run.opt.custom)
     register_shape(sh, baselines);
+  const std::vector<Baseline> backward_data_baselines =
+      available_backward_data_baselines(run.opt.scalar);
+  for (const Shape& sh : default_suites(kDeviceBuild, run.opt.lenet_batch))
+    register_backward_data(sh, backward_data_baselines);
   if (run.opt.scalar == ScalarKind::Float) register_pool_benchmarks(run.opt.lenet_batch);
   for (kcnn::Layout layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
     if (!scalar_16bit) break;
