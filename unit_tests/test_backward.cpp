@@ -350,6 +350,95 @@ TEST(Conv2dBackwardDataDirect, RunsTheRegisterKernelAtUnitStride) {
   }
 }
 
+/// conv2d_backward_weights on a CPU takes the direct register-blocked kernel
+/// (impl/backward/conv2d_backward_weights_direct.hpp) wherever its workspace fits, at any
+/// stride, padding and dilation, and the GEMM path below that; both match the host
+/// gradients (dw and dbias poisoned first). The cases: ResNet-like 3x3 with padding,
+/// stride 2 and 3, dilation, padding beyond the filter (taps that never lie inside x),
+/// 1x1, 7x7, C = 1, M = 1, partial filter blocks (M = 130) and channel groups (C = 67),
+/// batch 1, with and without a bias gradient. Float and double, both layouts, both host
+/// backends. Host builds only.
+TEST(Conv2dBackwardWeightsDirect, RunsTheRegisterKernel) {
+  if constexpr (!std::is_same_v<Kokkos::DefaultExecutionSpace::memory_space, Kokkos::HostSpace>) {
+    GTEST_SKIP() << "the register-blocked kernel runs on host backends";
+  } else {
+    // name, N, C, H, W, M, R, S, stride h/w, pad h/w, dilation h/w
+    const std::vector<ConvCase> cases = {
+        {"resnet_like", 2, 16, 9, 10, 24, 3, 3, 1, 1, 1, 1},
+        {"stride2", 3, 5, 11, 9, 7, 3, 3, 2, 2, 1, 1},
+        {"stride3_dilated_5x3", 2, 3, 17, 14, 10, 5, 3, 3, 2, 2, 3, 2, 3},
+        {"pad_beyond_filter", 1, 6, 3, 4, 8, 5, 5, 1, 1, 4, 4},
+        {"pointwise", 3, 7, 5, 4, 17, 1, 1},
+        {"lenet_c3_like", 3, 4, 16, 15, 16, 7, 7},
+        {"one_channel", 2, 1, 12, 11, 6, 5, 5, 1, 1, 2, 2},
+        {"one_filter", 1, 9, 7, 8, 1, 3, 3, 1, 1, 1, 1},
+        {"blocks_m130_c67", 1, 67, 6, 5, 130, 3, 3, 1, 1, 1, 1},
+    };
+    int fallbacks = 0, i = 0;
+    for (ConvCase base : cases) {
+      base.bias = i++ % 2 == 0;
+      for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+        ConvCase c = base;
+        c.layout = layout;
+        SCOPED_TRACE(c.name + std::string(" ") + kcnn::to_string(layout));
+        for (Backend b : backends())
+          with_backend(b, [&](auto space) {
+            using Space = std::decay_t<decltype(space)>;
+            SCOPED_TRACE(backend_name(b));
+            auto check = [&](auto scalar) {
+              using T = decltype(scalar);
+              SCOPED_TRACE((std::is_same_v<T, float> ? "float" : "double"));
+              const auto xv = rounded<T>(random_values(product(c.x_extents()), 41));
+              const auto dyv = rounded<T>(random_values(product(c.y_extents()), 42));
+              std::vector<double> want_dw, want_db;
+              host_backward_weights(c, xv, dyv, want_dw, want_db);
+              auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
+              auto dy = make_tensor<T, Space>("dy", c.y_extents(), dyv);
+              const auto we = c.w_extents();
+              Tensor4<T, Space> dw("dw", we[0], we[1], we[2], we[3]);
+              Tensor1<T, Space> db("db", c.M);
+              auto run = [&](std::size_t limit) {
+                kcnn::Conv2dParams params = c.params();
+                params.workspace_limit_bytes = limit;
+                poison(dw);
+                poison(db);
+                const LaunchedKernels launched;
+                if (c.bias) {
+                  kcnn::conv2d_backward_weights(space, x, dy, dw, db, params);
+                } else {
+                  kcnn::conv2d_backward_weights(space, x, dy, dw, params);
+                }
+                space.fence();
+                EXPECT_LE(relative_error(to_host(dw), want_dw), tolerance<T>()) << "dw";
+                if (c.bias) {
+                  EXPECT_LE(relative_error(to_host(db), want_db), tolerance<T>()) << "dbias";
+                }
+                return launched.saw("kcnn::conv2d_backward_weights::direct");
+              };
+              EXPECT_TRUE(run(0));
+              // Below the direct kernel's workspace: the GEMM path, where one image's
+              // unrolled matrix fits.
+              const auto pb = kcnn::Impl::make_conv2d_backward_problem(
+                  "test", x, dw, c.bias ? c.M : 0, dy, c.params(),
+                  kcnn::Impl::ConvTensorNames{"x", "dw", "dbias", "dy"});
+              const std::size_t direct =
+                  kcnn::Impl::BackwardWeightsPlan::make<T>(pb).template workspace_bytes<T>();
+              const std::size_t one_image =
+                  std::size_t(c.C) * c.R * c.S * c.P() * c.Q() * sizeof(T) + 1024;
+              if (direct - 1 >= one_image) {
+                EXPECT_FALSE(run(direct - 1));
+                ++fallbacks;
+              }
+            };
+            check(float{});
+            check(double{});
+          });
+      }
+    }
+    EXPECT_GT(fallbacks, 0) << "no case exercised the workspace limit's fallback";
+  }
+}
+
 TEST(Conv2dBackwardViews, LayoutLeftAndNoBias) {
   using Space = Kokkos::DefaultExecutionSpace;
   using Left4 = Kokkos::View<double****, Kokkos::LayoutLeft, Space::memory_space>;

@@ -17,6 +17,7 @@
 
 #include "impl/backward/conv2d_backward_data_direct.hpp"
 #include "impl/backward/conv2d_backward_gemm.hpp"
+#include "impl/backward/conv2d_backward_weights_direct.hpp"
 #include "impl/common/problem.hpp"
 #include "impl/common/profiling.hpp"
 #include "impl/common/view_checks.hpp"
@@ -95,11 +96,13 @@ void conv2d_backward_data(const ExecSpace& space, const DYView& dy, const WView&
 ///        dw = sum over the batch of dy correlated with x (the adjoint of the convolution
 ///        in w: <conv(x, w), dy> = <w, dw> for every w), dbias(m) = sum of dy(., m, ., .).
 ///
-/// Overwrites dw and dbias (no accumulation into earlier gradients). Computed per chunk
-/// of images: im2col of x, then GEMMs that accumulate dw (see
-/// impl/backward/conv2d_backward_gemm.hpp); dbias by a per-channel reduction. Deterministic for a
-/// given backend and workspace limit (the chunking orders the sums). Asynchronous on
-/// `space`.
+/// Overwrites dw and dbias (no accumulation into earlier gradients). On CPUs (float,
+/// double), where its workspace (dy repacked, plus a dw-sized buffer) fits the limit: a
+/// register-blocked kernel reading x in place, one block of dw per work item
+/// (impl/backward/conv2d_backward_weights_direct.hpp); otherwise per chunk of images
+/// im2col of x, then GEMMs that accumulate dw (impl/backward/conv2d_backward_gemm.hpp).
+/// dbias by a per-channel reduction. Deterministic for a given backend and workspace limit
+/// (the blocking orders the sums). Asynchronous on `space`.
 ///
 /// \param space  [in]  execution space instance (stream) to run on
 /// \param x      [in]  the forward input, rank 4: NCHW (N, C, H, W) or NHWC (N, H, W, C)
@@ -147,6 +150,17 @@ void conv2d_backward_weights(const ExecSpace& space, const XView& x, const DYVie
   const auto dwk = Impl::as_kernel_view<ExecSpace, true>(dw);
   const Impl::kernel_view_t<ExecSpace, T*> dbk(
       dbias.data(), Kokkos::LayoutStride(dbias.extent(0), dbias.stride(0)));
+  if (pb.N > 0 && pb.P > 0 && pb.Q > 0 &&
+      Impl::conv2d_backward_weights_direct(space, xk, dyk, dwk, pb)) {
+    if (pb.has_bias) {
+      if (pb.layout == Layout::NCHW) {
+        Impl::conv2d_bias_gradient<Layout::NCHW>(space, dyk, dbk, pb);
+      } else {
+        Impl::conv2d_bias_gradient<Layout::NHWC>(space, dyk, dbk, pb);
+      }
+    }
+    return;
+  }
   if (pb.layout == Layout::NCHW) {
     Impl::conv2d_backward_weights_gemm<Layout::NCHW>(space, xk, dyk, dwk, dbk, pb);
   } else {
