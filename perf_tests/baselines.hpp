@@ -57,6 +57,9 @@ std::unique_ptr<BaselineRun> onednn_lenet_stack(int batch, bool nhwc, bool block
 /// the weights), "oneDNN" in the shape's layout and "oneDNN_blocked" in its own formats
 /// (dy and the weights reordered once, untimed; dx stays blocked).
 std::vector<Baseline> onednn_backward_data_baselines();
+/// conv2d_backward_weights' counterpart (convolution_backward_weights with the bias
+/// gradient), in the layout and in oneDNN's own formats (x and dy reordered untimed).
+std::vector<Baseline> onednn_backward_weights_baselines();
 #endif
 
 /// Every baseline this build has for element type `scalar` (oneDNN: float only).
@@ -82,6 +85,18 @@ inline std::vector<Baseline> available_backward_data_baselines(ScalarKind scalar
 #if defined(KCNN_PERF_HAVE_ONEDNN)
   if (scalar == ScalarKind::Float)
     for (auto& b : onednn_backward_data_baselines())
+      all.push_back(std::move(b));
+#endif
+  (void)scalar;
+  return all;
+}
+
+/// The backward-weights baselines this build has for `scalar` (oneDNN, float).
+inline std::vector<Baseline> available_backward_weights_baselines(ScalarKind scalar) {
+  std::vector<Baseline> all;
+#if defined(KCNN_PERF_HAVE_ONEDNN)
+  if (scalar == ScalarKind::Float)
+    for (auto& b : onednn_backward_weights_baselines())
       all.push_back(std::move(b));
 #endif
   (void)scalar;

@@ -5,7 +5,8 @@
 //  - "oneDNN_blocked": oneDNN's preferred (blocked) formats (format_tag::any); inputs are
 //    reordered into them once, outside the timed region, and y stays blocked;
 //  - the LeNet stack as six primitives (onednn_lenet_stack), in either way;
-//  - the backward data convolution (onednn_backward_data_baselines), in either way.
+//  - the backward data and weights convolutions (onednn_backward_data_baselines,
+//    onednn_backward_weights_baselines), in either way.
 #include <Kokkos_Core.hpp>
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -151,6 +152,72 @@ class OnednnBackwardData final : public BaselineRun {
   std::string impl_;
 };
 
+/// oneDNN's backward weights convolution with the bias gradient: dw and dbias from x and dy
+/// (random, y's shape), in the shape's layout or (blocked) in oneDNN's own formats, x and
+/// dy reordered once outside the timed region and dw left blocked.
+class OnednnBackwardWeights final : public BaselineRun {
+ public:
+  OnednnBackwardWeights(const Shape& sh, bool blocked) : stream_(cpu_engine()), data_(sh, 17) {
+    auto& eng = cpu_engine();
+    // y, random, plays dy; w is overwritten with dw, bias with dbias.
+    Kokkos::Random_XorShift64_Pool<Kokkos::DefaultHostExecutionSpace> pool(23);
+    fill_uniform(data_.y, pool);
+    Kokkos::DefaultHostExecutionSpace().fence();
+    const memory::dims xd = {sh.N, sh.C, sh.H, sh.W}, wd = {sh.M, sh.C, sh.R, sh.S}, bd = {sh.M},
+                       yd = {sh.N, sh.M, sh.P(), sh.Q()};
+    const auto f32 = memory::data_type::f32;
+    const auto act_tag = sh.nhwc() ? memory::format_tag::nhwc : memory::format_tag::nchw;
+    const auto wei_tag = sh.nhwc() ? memory::format_tag::ohwi : memory::format_tag::oihw;
+    const memory::desc x_user(xd, f32, act_tag), dw_user(wd, f32, wei_tag),
+        db_user(bd, f32, memory::format_tag::x), dy_user(yd, f32, act_tag);
+    const auto any = memory::format_tag::any;
+    const memory::desc x_want = blocked ? memory::desc(xd, f32, any) : x_user;
+    const memory::desc dw_want = blocked ? memory::desc(wd, f32, any) : dw_user;
+    const memory::desc dy_want = blocked ? memory::desc(yd, f32, any) : dy_user;
+    const memory::dims strides = {sh.stride, sh.stride}, pads = {sh.pad, sh.pad},
+                       dilates = {sh.dilation - 1, sh.dilation - 1};
+    const dnnl::convolution_forward::primitive_desc hint(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                        dnnl::algorithm::convolution_direct, x_want, dw_want,
+                                        db_user, dy_want, strides, dilates, pads, pads),
+        eng);
+    const dnnl::convolution_backward_weights::primitive_desc pd(
+        dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, x_want,
+                                                 dw_want, db_user, dy_want, strides, dilates, pads,
+                                                 pads),
+        eng, hint);
+    impl_ = pd.impl_info_str();
+    auto prepared = [&](const memory::desc& want, const memory::desc& user, float* data) {
+      memory user_mem(user, eng, data);
+      if (want == user) return user_mem;
+      memory mem(want, eng);
+      dnnl::reorder(user_mem, mem).execute(stream_, user_mem, mem);
+      return mem;
+    };
+    args_[DNNL_ARG_SRC] = prepared(pd.src_desc(), x_user, data_.x.data());
+    args_[DNNL_ARG_DIFF_DST] = prepared(pd.diff_dst_desc(), dy_user, data_.y.data());
+    args_[DNNL_ARG_DIFF_WEIGHTS] = pd.diff_weights_desc() == dw_user
+                                       ? memory(dw_user, eng, data_.w.data())
+                                       : memory(pd.diff_weights_desc(), eng);
+    args_[DNNL_ARG_DIFF_BIAS] = memory(db_user, eng, data_.bias.data());
+    stream_.wait();
+    conv_ = dnnl::convolution_backward_weights(pd);
+  }
+
+  void run() override {
+    conv_.execute(stream_, args_);
+    stream_.wait();
+  }
+  std::string describe() const override { return "oneDNN " + impl_; }
+
+ private:
+  dnnl::stream stream_;
+  ShapeData<Kokkos::DefaultHostExecutionSpace> data_;
+  std::unordered_map<int, memory> args_;
+  dnnl::convolution_backward_weights conv_;
+  std::string impl_;
+};
+
 /// The seed network's convolution stack (as kcnn_perf's bench_lenet_stack) as six oneDNN
 /// primitives: convolution (with bias), ReLU, 2x2 max pooling, convolution, ReLU, 4x4 max
 /// pooling; x, weights and biases random. `blocked`: every primitive in oneDNN's own
@@ -292,6 +359,19 @@ std::vector<Baseline> onednn_backward_data_baselines() {
       {"oneDNN_blocked", false,
        [](const Shape& sh) -> std::unique_ptr<BaselineRun> {
          return std::make_unique<OnednnBackwardData>(sh, true);
+       }},
+  };
+}
+
+std::vector<Baseline> onednn_backward_weights_baselines() {
+  return {
+      {"oneDNN", true,
+       [](const Shape& sh) -> std::unique_ptr<BaselineRun> {
+         return std::make_unique<OnednnBackwardWeights>(sh, false);
+       }},
+      {"oneDNN_blocked", false,
+       [](const Shape& sh) -> std::unique_ptr<BaselineRun> {
+         return std::make_unique<OnednnBackwardWeights>(sh, true);
        }},
   };
 }

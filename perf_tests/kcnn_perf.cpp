@@ -46,8 +46,9 @@
 // read + the unrolled matrix written; frac_peak_bw against the copy ceiling).
 //
 // conv2d_backward_data/<suite>/<name>/<layout>/kcnn times kcnn::conv2d_backward_data on
-// every suite shape (dx from a random dy; GFLOP/s and GB/s as the forward's), beside
-// oneDNN's backward data in the layout and in its own formats (host builds, float;
+// every suite shape (dx from a random dy; GFLOP/s and GB/s as the forward's), and
+// conv2d_backward_weights/... kcnn::conv2d_backward_weights (dw and dbias), each beside
+// oneDNN's counterpart in the layout and in its own formats (host builds, float;
 // vs_baseline against oneDNN in the layout).
 //
 // Pooling (issue 6): pool2d/lenet/<s2|s4>/<layout>/<Max> times pool2d_forward alone on
@@ -279,10 +280,18 @@ void bench_baseline(benchmark::State& state, const Shape& sh, const Baseline& ba
   state.SetLabel(sh.key() + " " + label);
 }
 
-/// kcnn::conv2d_backward_data on the shape: dx (x's shape) from dy (y's shape, random)
-/// and w; FLOPs and bytes counted as the forward's.
+/// The backward convolutions kcnn_perf times.
+enum class BackwardOp { Data, Weights };
+
+const char* backward_name(BackwardOp op) {
+  return op == BackwardOp::Data ? "backward_data" : "backward_weights";
+}
+
+/// kcnn::conv2d_backward_data (dx, x's shape, from dy and w) or conv2d_backward_weights
+/// (dw and dbias from x and dy) on the shape, dy random (y's shape); FLOPs and bytes
+/// counted as the forward's.
 template <class Scalar>
-void bench_backward_data(benchmark::State& state, const Shape& sh) {
+void bench_backward(benchmark::State& state, const Shape& sh, BackwardOp op) {
   const ShapeData<Space, Scalar> d(sh);
   Kokkos::Random_XorShift64_Pool<Space> pool(19);
   fill_uniform(d.y, pool);
@@ -291,11 +300,17 @@ void bench_backward_data(benchmark::State& state, const Shape& sh) {
   params.activation = kcnn::Activation::Identity;  // the gradient of the linear convolution
   Timing t;
   try {
-    t = time_runs([&] { kcnn::conv2d_backward_data(Space(), d.y, d.w, d.x, params); });
+    t = time_runs([&] {
+      if (op == BackwardOp::Data) {
+        kcnn::conv2d_backward_data(Space(), d.y, d.w, d.x, params);
+      } else {
+        kcnn::conv2d_backward_weights(Space(), d.x, d.y, d.w, d.bias, params);
+      }
+    });
   } catch (const kcnn::Error& e) {
     return skip(state, e.what());
   }
-  report(state, sh, t, sizeof(Scalar), "backward_data ");
+  report(state, sh, t, sizeof(Scalar), std::string(backward_name(op)) + " ");
   state.SetLabel(sh.key());
 }
 
@@ -592,23 +607,24 @@ void register_shape(const Shape& sh, const std::vector<Baseline>& baselines) {
     });
 }
 
-/// conv2d_backward_data/<suite>/<name>/<layout>/<kcnn | baseline>.
-void register_backward_data(const Shape& sh, const std::vector<Baseline>& baselines) {
+/// conv2d_<backward_data | backward_weights>/<suite>/<name>/<layout>/<kcnn | baseline>.
+void register_backward(const Shape& sh, BackwardOp op, const std::vector<Baseline>& baselines) {
+  const std::string name = backward_name(op);
   const std::string prefix =
-      "conv2d_backward_data/" + sh.suite + "/" + sh.name + "/" + kcnn::to_string(sh.layout) + "/";
+      "conv2d_" + name + "/" + sh.suite + "/" + sh.name + "/" + kcnn::to_string(sh.layout) + "/";
   for (const Baseline& b : baselines)
     register_one(prefix + b.name,
-                 [sh, b](benchmark::State& st) { bench_baseline(st, sh, b, "backward_data "); });
-  register_one(prefix + "kcnn", [sh](benchmark::State& st) {
+                 [sh, b, name](benchmark::State& st) { bench_baseline(st, sh, b, name + " "); });
+  register_one(prefix + "kcnn", [sh, op](benchmark::State& st) {
     switch (g_run->opt.scalar) {
       case ScalarKind::Double:
-        return bench_backward_data<double>(st, sh);
+        return bench_backward<double>(st, sh, op);
       case ScalarKind::Half:
-        return bench_backward_data<Kokkos::Experimental::half_t>(st, sh);
+        return bench_backward<Kokkos::Experimental::half_t>(st, sh, op);
       case ScalarKind::BFloat16:
-        return bench_backward_data<kcnn::bfloat16>(st, sh);
+        return bench_backward<kcnn::bfloat16>(st, sh, op);
       default:
-        return bench_backward_data<float>(st, sh);
+        return bench_backward<float>(st, sh, op);
     }
   });
 }
@@ -843,8 +859,12 @@ int run_all(int argc, char** argv) {
     register_shape(sh, baselines);
   const std::vector<Baseline> backward_data_baselines =
       available_backward_data_baselines(run.opt.scalar);
+  const std::vector<Baseline> backward_weights_baselines =
+      available_backward_weights_baselines(run.opt.scalar);
   for (const Shape& sh : default_suites(kDeviceBuild, run.opt.lenet_batch))
-    register_backward_data(sh, backward_data_baselines);
+    register_backward(sh, BackwardOp::Data, backward_data_baselines);
+  for (const Shape& sh : default_suites(kDeviceBuild, run.opt.lenet_batch))
+    register_backward(sh, BackwardOp::Weights, backward_weights_baselines);
   if (run.opt.scalar == ScalarKind::Float) register_pool_benchmarks(run.opt.lenet_batch);
   for (kcnn::Layout layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
     if (!scalar_16bit) break;
