@@ -365,9 +365,10 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
        {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
       // AVX2 builds (AMD EPYC Zen 3, session 32), float and double, both layouts: Tiled's
       // register-blocked kernel (NCHW too since session 32, whose AVX2 channel blocks grew
-      // to 72 KB) leads every layer of the suites measured (TUNING.md): float NCHW ResNet
-      // 3x3 1.2-1.4x the BLAS, LeNet and the odd shapes 1.5-3x; float NHWC 1.0-2x; double
-      // 1.1-2.8x the fastest GEMM.
+      // to 72 KB) leads or ties every layer of the suites measured (TUNING.md): float NCHW
+      // ResNet 3x3 1.1-1.4x the BLAS, AlexNet, LeNet and the odd shapes 1.2-3x; float NHWC
+      // 0.99x (512 channels) to 3.3x; double 1.06x (NCHW, 64 channels) to 6x the fastest
+      // GEMM.
       {"host_avx2_direct",
        H,
        [](P, C c) {
