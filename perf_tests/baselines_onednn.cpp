@@ -27,6 +27,22 @@ dnnl::engine& cpu_engine() {
   return engine;
 }
 
+/// An input in the format a primitive wants: the user's buffer where the formats match,
+/// else a copy reordered into `want` once, on `stream` (outside any timed region).
+memory input_memory(const memory::desc& want, const memory::desc& user, float* data,
+                    dnnl::stream& stream) {
+  memory user_mem(user, cpu_engine(), data);
+  if (want == user) return user_mem;
+  memory mem(want, cpu_engine());
+  dnnl::reorder(user_mem, mem).execute(stream, user_mem, mem);
+  return mem;
+}
+
+/// An output: the user's buffer where the formats match, else oneDNN's own (left there).
+memory output_memory(const memory::desc& want, const memory::desc& user, float* data) {
+  return want == user ? memory(user, cpu_engine(), data) : memory(want, cpu_engine());
+}
+
 class OnednnConv final : public BaselineRun {
  public:
   OnednnConv(const Shape& sh, bool blocked) : stream_(cpu_engine()), data_(sh, 17) {
@@ -58,18 +74,10 @@ class OnednnConv final : public BaselineRun {
 
     // User memories over the Kokkos Views; reorders into oneDNN's formats if it wants
     // others (only with format_tag::any).
-    auto prepared = [&](const memory::desc& want, const memory::desc& user, float* data) {
-      memory user_mem(user, eng, data);
-      if (want == user) return user_mem;
-      memory mem(want, eng);
-      dnnl::reorder(user_mem, mem).execute(stream_, user_mem, mem);
-      return mem;
-    };
-    args_[DNNL_ARG_SRC] = prepared(pd.src_desc(), x_user, data_.x.data());
-    args_[DNNL_ARG_WEIGHTS] = prepared(pd.weights_desc(), w_user, data_.w.data());
+    args_[DNNL_ARG_SRC] = input_memory(pd.src_desc(), x_user, data_.x.data(), stream_);
+    args_[DNNL_ARG_WEIGHTS] = input_memory(pd.weights_desc(), w_user, data_.w.data(), stream_);
     args_[DNNL_ARG_BIAS] = memory(b_user, eng, data_.bias.data());
-    args_[DNNL_ARG_DST] =
-        pd.dst_desc() == y_user ? memory(y_user, eng, data_.y.data()) : memory(pd.dst_desc(), eng);
+    args_[DNNL_ARG_DST] = output_memory(pd.dst_desc(), y_user, data_.y.data());
     stream_.wait();
     conv_ = dnnl::convolution_forward(pd);
   }
@@ -123,17 +131,9 @@ class OnednnBackwardData final : public BaselineRun {
                                               dy_want, strides, dilates, pads, pads),
         eng, hint);
     impl_ = pd.impl_info_str();
-    auto prepared = [&](const memory::desc& want, const memory::desc& user, float* data) {
-      memory user_mem(user, eng, data);
-      if (want == user) return user_mem;
-      memory mem(want, eng);
-      dnnl::reorder(user_mem, mem).execute(stream_, user_mem, mem);
-      return mem;
-    };
-    args_[DNNL_ARG_DIFF_DST] = prepared(pd.diff_dst_desc(), dy_user, data_.y.data());
-    args_[DNNL_ARG_WEIGHTS] = prepared(pd.weights_desc(), w_user, data_.w.data());
-    args_[DNNL_ARG_DIFF_SRC] = pd.diff_src_desc() == dx_user ? memory(dx_user, eng, data_.x.data())
-                                                             : memory(pd.diff_src_desc(), eng);
+    args_[DNNL_ARG_DIFF_DST] = input_memory(pd.diff_dst_desc(), dy_user, data_.y.data(), stream_);
+    args_[DNNL_ARG_WEIGHTS] = input_memory(pd.weights_desc(), w_user, data_.w.data(), stream_);
+    args_[DNNL_ARG_DIFF_SRC] = output_memory(pd.diff_src_desc(), dx_user, data_.x.data());
     stream_.wait();
     conv_ = dnnl::convolution_backward_data(pd);
   }
@@ -187,18 +187,9 @@ class OnednnBackwardWeights final : public BaselineRun {
                                                  pads),
         eng, hint);
     impl_ = pd.impl_info_str();
-    auto prepared = [&](const memory::desc& want, const memory::desc& user, float* data) {
-      memory user_mem(user, eng, data);
-      if (want == user) return user_mem;
-      memory mem(want, eng);
-      dnnl::reorder(user_mem, mem).execute(stream_, user_mem, mem);
-      return mem;
-    };
-    args_[DNNL_ARG_SRC] = prepared(pd.src_desc(), x_user, data_.x.data());
-    args_[DNNL_ARG_DIFF_DST] = prepared(pd.diff_dst_desc(), dy_user, data_.y.data());
-    args_[DNNL_ARG_DIFF_WEIGHTS] = pd.diff_weights_desc() == dw_user
-                                       ? memory(dw_user, eng, data_.w.data())
-                                       : memory(pd.diff_weights_desc(), eng);
+    args_[DNNL_ARG_SRC] = input_memory(pd.src_desc(), x_user, data_.x.data(), stream_);
+    args_[DNNL_ARG_DIFF_DST] = input_memory(pd.diff_dst_desc(), dy_user, data_.y.data(), stream_);
+    args_[DNNL_ARG_DIFF_WEIGHTS] = output_memory(pd.diff_weights_desc(), dw_user, data_.w.data());
     args_[DNNL_ARG_DIFF_BIAS] = memory(db_user, eng, data_.bias.data());
     stream_.wait();
     conv_ = dnnl::convolution_backward_weights(pd);
@@ -242,13 +233,6 @@ class OnednnLenetStack final : public BaselineRun {
     data1_ = std::make_unique<ShapeData<Kokkos::DefaultHostExecutionSpace>>(c1, 23);
     data3_ = std::make_unique<ShapeData<Kokkos::DefaultHostExecutionSpace>>(c3, 29);
 
-    auto prepared = [&](const memory::desc& want, const memory::desc& user, float* data) {
-      memory user_mem(user, eng, data);
-      if (want == user) return user_mem;
-      memory mem(want, eng);
-      dnnl::reorder(user_mem, mem).execute(stream_, user_mem, mem);
-      return mem;
-    };
     // One convolution + ReLU + max pooling (window = stride = k) on `src` (its desc
     // `src_md`, or format_tag::any when blocked and `src` is the user's x).
     auto layer = [&](const memory& src, const memory::desc& src_md, memory::dim C, memory::dim H,
@@ -272,7 +256,7 @@ class OnednnLenetStack final : public BaselineRun {
         impl_ += " (+reorder)";
         in = re;
       }
-      memory w = prepared(conv_pd.weights_desc(), w_user, d.w.data());
+      memory w = input_memory(conv_pd.weights_desc(), w_user, d.w.data(), stream_);
       memory b(b_md, eng, d.bias.data());
       memory y(conv_pd.dst_desc(), eng);
       steps_.push_back(
@@ -306,7 +290,7 @@ class OnednnLenetStack final : public BaselineRun {
                   memory::desc({B, 4, 80, 80}, f32, any), {1, 1}, {0, 0}, {0, 0}),
               eng)
               .src_desc();
-      x_mem = prepared(probe, x_user, data1_->x.data());
+      x_mem = input_memory(probe, x_user, data1_->x.data(), stream_);
     }
     const memory s2 = layer(x_mem, x_mem.get_desc(), 1, 86, 4, 2, *data1_);
     layer(s2, s2.get_desc(), 4, 40, 16, 4, *data3_);
