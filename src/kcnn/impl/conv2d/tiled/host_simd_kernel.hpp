@@ -114,8 +114,9 @@ struct TiledHostSimdBlocking {
   /// classes and the items across images: the same four layers, NHWC float with bias +
   /// ReLU, a driver calling this kernel and, in the same process, oneDNN on its blocked
   /// layout; median over interleaved rounds (random order) of each build's median of 7
-  /// calls, ms, and the median over rounds of oneDNN's time / kcnn's. Two runs of 5
-  /// rounds (this VM's rounds vary by 10-30%: compare within a run):
+  /// calls, ms, and the median over rounds of oneDNN's time / kcnn's
+  /// (perf_tests/data/s32-tiled-blocking-driver.cpp). Two runs of 5 rounds (this VM's
+  /// rounds vary by 10-30%: compare within a run):
   ///
   ///   weight block, QT        64 ch  128 ch  256 ch  512 ch   oneDNN / kcnn
   ///   run 1: 24 KB, 128       18.52   14.43   14.82   16.89   0.75 1.02 1.01 1.04
