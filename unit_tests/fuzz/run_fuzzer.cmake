@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #
-# cmake -DFUZZER=<exe> -DSEED_CORPUS=<dir> -DWORK_DIR=<dir> -DSECONDS=<s> -DMIN_INPUTS=<n>
-#       -P run_fuzzer.cmake
-# One bounded libFuzzer run: new inputs go to WORK_DIR/corpus (the seed corpus is only
-# read), a crashing input to WORK_DIR/crash-*. Prints the number of inputs tried.
+# cmake -DFUZZER=<exe> -DSEED_CORPUS=<dir> -DWORK_DIR=<dir> -DINPUTS=<n> -P run_fuzzer.cmake
+# One bounded libFuzzer run of INPUTS inputs: new inputs go to WORK_DIR/corpus (the seed
+# corpus is only read), a crashing input to WORK_DIR/crash-*. Prints the number of inputs
+# tried and the time taken.
 file(MAKE_DIRECTORY ${WORK_DIR}/corpus)
+string(TIMESTAMP started "%s")
 execute_process(
-  COMMAND ${FUZZER} -max_total_time=${SECONDS} -timeout=20 -rss_limit_mb=4096
+  COMMAND ${FUZZER} -runs=${INPUTS} -timeout=20 -rss_limit_mb=4096
     -print_final_stats=1 -artifact_prefix=${WORK_DIR}/ ${WORK_DIR}/corpus ${SEED_CORPUS}
   RESULT_VARIABLE status
   OUTPUT_VARIABLE out
@@ -22,7 +23,9 @@ if(runs STREQUAL "")
   message("${out}")
   message(FATAL_ERROR "kcnn fuzz: no final statistics in the fuzzer's output")
 endif()
-message("kcnn fuzz: ${runs} inputs tried in ${SECONDS} s, 0 failures")
-if(runs LESS MIN_INPUTS)
-  message(FATAL_ERROR "kcnn fuzz: fewer than ${MIN_INPUTS} inputs tried")
+string(TIMESTAMP finished "%s")
+math(EXPR seconds "${finished} - ${started}")
+message("kcnn fuzz: ${runs} inputs tried in ${seconds} s, 0 failures")
+if(runs LESS INPUTS)
+  message(FATAL_ERROR "kcnn fuzz: the fuzzer stopped after ${runs} of ${INPUTS} inputs")
 endif()
