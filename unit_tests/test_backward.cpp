@@ -439,6 +439,86 @@ TEST(Conv2dBackwardWeightsDirect, RunsTheRegisterKernel) {
   }
 }
 
+/// Both work splits of the direct backward-weights kernel, forced on the same problems,
+/// match the host gradient (dw poisoned first): PerTap (an item per filter block x tap x
+/// channel block) and AllTaps (an item per filter block x range of output rows, every tap;
+/// the parts' sums added in part order). The cases give AllTaps several parts with a
+/// shorter last one, taps in the padding, stride 2 and 3 with dilation, partial filter
+/// blocks (M = 130: several blocks on every vector width) and channels that are not a
+/// multiple of the register block. Float and double, both layouts, both host backends.
+/// The AllTaps result must not depend on the thread count: rerun on one thread (Serial)
+/// it is bitwise the same. Host builds only.
+TEST(Conv2dBackwardWeightsDirect, BothWorkSplitsMatchTheReference) {
+  if constexpr (!std::is_same_v<Kokkos::DefaultExecutionSpace::memory_space, Kokkos::HostSpace>) {
+    GTEST_SKIP() << "the register-blocked kernel runs on host backends";
+  } else {
+    using kcnn::Impl::BackwardWeightsScheme;
+    // name, N, C, H, W, M, R, S, stride h/w, pad h/w, dilation h/w
+    const std::vector<ConvCase> cases = {
+        {"parts_uneven", 8, 5, 20, 19, 24, 3, 3, 1, 1, 1, 1},
+        {"stride3_dilated_5x3", 6, 3, 29, 23, 10, 5, 3, 3, 2, 2, 3, 2, 3},
+        {"pad_beyond_filter", 3, 6, 5, 4, 8, 5, 5, 1, 1, 4, 4},
+        {"lenet_c3_like", 5, 4, 22, 21, 16, 7, 7},
+        {"blocks_m130_c13", 2, 13, 11, 9, 130, 3, 3, 1, 1, 1, 1},
+        {"batch1_c1", 1, 1, 37, 31, 3, 3, 3, 2, 2, 1, 1},
+    };
+    int multi_part = 0;
+    for (const ConvCase& base : cases)
+      for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+        ConvCase c = base;
+        c.layout = layout;
+        SCOPED_TRACE(c.name + std::string(" ") + kcnn::to_string(layout));
+        for (Backend b : backends())
+          with_backend(b, [&](auto space) {
+            using Space = std::decay_t<decltype(space)>;
+            SCOPED_TRACE(backend_name(b));
+            auto check = [&](auto scalar) {
+              using T = decltype(scalar);
+              SCOPED_TRACE((std::is_same_v<T, float> ? "float" : "double"));
+              const auto xv = rounded<T>(random_values(product(c.x_extents()), 51));
+              const auto dyv = rounded<T>(random_values(product(c.y_extents()), 52));
+              std::vector<double> want_dw, want_db;
+              host_backward_weights(c, xv, dyv, want_dw, want_db);
+              auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
+              auto dy = make_tensor<T, Space>("dy", c.y_extents(), dyv);
+              const auto we = c.w_extents();
+              Tensor4<T, Space> dw("dw", we[0], we[1], we[2], we[3]);
+              const auto pb = kcnn::Impl::make_conv2d_backward_problem(
+                  "test", x, dw, 0, dy, c.params(),
+                  kcnn::Impl::ConvTensorNames{"x", "dw", "dbias", "dy"});
+              auto run = [&](auto exec, BackwardWeightsScheme scheme) {
+                using Exec = decltype(exec);
+                poison(dw);
+                const bool ran = kcnn::Impl::conv2d_backward_weights_direct(
+                    exec, kcnn::Impl::as_kernel_view<Exec, false>(x),
+                    kcnn::Impl::as_kernel_view<Exec, false>(dy),
+                    kcnn::Impl::as_kernel_view<Exec, true>(dw), pb, scheme);
+                exec.fence();
+                EXPECT_TRUE(ran);
+                const auto got = to_host(dw);
+                EXPECT_LE(relative_error(got, want_dw), tolerance<T>()) << "dw";
+                return got;
+              };
+              run(space, BackwardWeightsScheme::PerTap);
+              const auto all_taps = run(space, BackwardWeightsScheme::AllTaps);
+              const auto plan =
+                  kcnn::Impl::BackwardWeightsPlan::make<T>(pb, BackwardWeightsScheme::AllTaps);
+              multi_part += plan.parts > 1;
+#if defined(KOKKOS_ENABLE_SERIAL)
+              if constexpr (!std::is_same_v<Space, Kokkos::Serial>) {
+                EXPECT_EQ(run(Kokkos::Serial(), BackwardWeightsScheme::AllTaps), all_taps)
+                    << "AllTaps depends on the thread count";
+              }
+#endif
+            };
+            check(float{});
+            check(double{});
+          });
+      }
+    EXPECT_GT(multi_part, 0) << "no case split its rows into several parts";
+  }
+}
+
 TEST(Conv2dBackwardViews, LayoutLeftAndNoBias) {
   using Space = Kokkos::DefaultExecutionSpace;
   using Left4 = Kokkos::View<double****, Kokkos::LayoutLeft, Space::memory_space>;

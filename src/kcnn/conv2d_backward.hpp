@@ -97,12 +97,14 @@ void conv2d_backward_data(const ExecSpace& space, const DYView& dy, const WView&
 ///        in w: <conv(x, w), dy> = <w, dw> for every w), dbias(m) = sum of dy(., m, ., .).
 ///
 /// Overwrites dw and dbias (no accumulation into earlier gradients). On CPUs (float,
-/// double), where its workspace (dy repacked, plus a dw-sized buffer) fits the limit: a
-/// register-blocked kernel reading x in place, one block of dw per work item
-/// (impl/backward/conv2d_backward_weights_direct.hpp); otherwise per chunk of images
-/// im2col of x, then GEMMs that accumulate dw (impl/backward/conv2d_backward_gemm.hpp).
-/// dbias by a per-channel reduction. Deterministic for a given backend and workspace limit
-/// (the blocking orders the sums). Asynchronous on `space`.
+/// double), where its workspace (dy repacked, plus one dw-sized buffer, or one per range
+/// of output rows where dy is large against dw) fits the limit: a register-blocked kernel
+/// reading x in place (impl/backward/conv2d_backward_weights_direct.hpp); otherwise per
+/// chunk of images im2col of x, then GEMMs that accumulate dw
+/// (impl/backward/conv2d_backward_gemm.hpp). dbias by a per-channel reduction.
+/// Deterministic for a given backend and workspace limit (the blocking, a function of the
+/// problem, orders the sums; the direct kernel's result does not depend on the thread
+/// count either). Asynchronous on `space`.
 ///
 /// \param space  [in]  execution space instance (stream) to run on
 /// \param x      [in]  the forward input, rank 4: NCHW (N, C, H, W) or NHWC (N, H, W, C)
