@@ -217,7 +217,7 @@ struct BackwardWeightsKernel {
       const bool first = row0 == 0;
       for (int c = 0; c < cc; c += UR)
         channels_of_count<UR>(std::min(UR, cc - c), c0 + c, out + std::int64_t(c) * MB, first, row0,
-                              row1, tw.q_lo, tw.q_hi, tw.offset_h, tw.offset_w, dy_block);
+                              row1, tw, dy_block);
     }
   }
 
@@ -241,7 +241,7 @@ struct BackwardWeightsKernel {
           T* const tap_out = out + (std::int64_t(r) * S + s) * C * MB;
           for (int c = 0; c < C; c += UR)
             channels_of_count<UR>(std::min(UR, C - c), c, tap_out + std::int64_t(c) * MB, first,
-                                  row0, row1, tw.q_lo, tw.q_hi, tw.offset_h, tw.offset_w, dy_block);
+                                  row0, row1, tw, dy_block);
         }
     }
   }
@@ -265,24 +265,22 @@ struct BackwardWeightsKernel {
   template <int U>
   KCNN_HOST_FORCEINLINE void channels_of_count(int count, int c, T* out, bool first,
                                                std::int64_t row0, std::int64_t row1,
-                                               std::int64_t q_lo, std::int64_t q_hi,
-                                               std::int64_t offset_h, std::int64_t offset_w,
-                                               const T* dy_block) const {
+                                               const TapWindow& tw, const T* dy_block) const {
     if constexpr (U > 1) {
       if (count < U)
-        return channels_of_count<U - 1>(count, c, out, first, row0, row1, q_lo, q_hi, offset_h,
-                                        offset_w, dy_block);
+        return channels_of_count<U - 1>(count, c, out, first, row0, row1, tw, dy_block);
     }
-    channels<U>(c, out, first, row0, row1, q_lo, q_hi, offset_h, offset_w, dy_block);
+    channels<U>(c, out, first, row0, row1, tw, dy_block);
   }
 
   /// Channels c .. c + U - 1 of the item's tap over output rows row0 .. row1 - 1: sums
   /// into out (U x MB; added to it unless `first`).
   template <int U>
   KCNN_HOST_FORCEINLINE void channels(int c, T* out, bool first, std::int64_t row0,
-                                      std::int64_t row1, std::int64_t q_lo, std::int64_t q_hi,
-                                      std::int64_t offset_h, std::int64_t offset_w,
+                                      std::int64_t row1, const TapWindow& tw,
                                       const T* dy_block) const {
+    const std::int64_t q_lo = tw.q_lo, q_hi = tw.q_hi, offset_h = tw.offset_h,
+                       offset_w = tw.offset_w;
     V acc[U][NV];
     for (int u = 0; u < U; ++u)
       for (int v = 0; v < NV; ++v)
