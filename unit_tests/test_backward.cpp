@@ -259,6 +259,28 @@ TEST_P(Conv2dBackward, SixteenBitWithinTheRoundingBound) {
 }
 
 /// LayoutLeft operands (not row-major: the packed GEMM paths) and an empty-bias call.
+/// Calls f(c, space, scalar) with `base` in both layouts, on every backend, for float and
+/// double scalars (a value of the type), each under a trace naming it: the loop of the
+/// host direct-kernel tests below.
+template <class F>
+void for_layouts_backends_and_types(const ConvCase& base, F&& f) {
+  for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+    ConvCase c = base;
+    c.layout = layout;
+    SCOPED_TRACE(c.name + std::string(" ") + kcnn::to_string(layout));
+    for (Backend b : backends())
+      with_backend(b, [&](auto space) {
+        SCOPED_TRACE(backend_name(b));
+        auto typed = [&](auto scalar) {
+          SCOPED_TRACE((std::is_same_v<decltype(scalar), float> ? "float" : "double"));
+          f(static_cast<const ConvCase&>(c), space, scalar);
+        };
+        typed(float{});
+        typed(double{});
+      });
+  }
+}
+
 /// conv2d_backward_data on a CPU takes Tiled's register-blocked kernel (a forward
 /// convolution of dy with the rotated, transposed filters,
 /// impl/backward/conv2d_backward_data_direct.hpp) at unit stride with padding at most
@@ -295,57 +317,44 @@ TEST(Conv2dBackwardDataDirect, RunsTheRegisterKernelAtUnitStride) {
     };
     int fallbacks = 0;
     for (const Expect& e : cases)
-      for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
-        ConvCase c = e.c;
-        c.layout = layout;
-        SCOPED_TRACE(c.name + std::string(" ") + kcnn::to_string(layout));
-        for (Backend b : backends())
-          with_backend(b, [&](auto space) {
-            using Space = std::decay_t<decltype(space)>;
-            SCOPED_TRACE(backend_name(b));
-            auto check = [&](auto scalar) {
-              using T = decltype(scalar);
-              SCOPED_TRACE((std::is_same_v<T, float> ? "float" : "double"));
-              const auto wv = rounded<T>(random_values(product(c.w_extents()), 32));
-              const auto dyv = rounded<T>(random_values(product(c.y_extents()), 33));
-              const auto want = host_backward_data(c, dyv, wv);
-              auto w = make_tensor<T, Space>("w", c.w_extents(), wv);
-              auto dy = make_tensor<T, Space>("dy", c.y_extents(), dyv);
-              const auto xe = c.x_extents();
-              Tensor4<T, Space> dx("dx", xe[0], xe[1], xe[2], xe[3]);
-              auto run = [&](std::size_t limit) {
-                kcnn::Conv2dParams params = c.params();
-                params.workspace_limit_bytes = limit;
-                poison(dx);
-                const LaunchedKernels launched;
-                kcnn::conv2d_backward_data(space, dy, w, dx, params);
-                space.fence();
-                EXPECT_LE(relative_error(to_host(dx), want), tolerance<T>());
-                return launched.saw("kcnn::conv2d::tiled::host_simd");
-              };
-              EXPECT_EQ(run(0), e.direct);
-              if (e.direct) {
-                // The packed weights one byte over the limit: the GEMM path, same result,
-                // where its one image's unrolled matrix fits that limit.
-                const auto pb = kcnn::Impl::make_conv2d_backward_problem(
-                    "test", dx, w, 0, dy, c.params(),
-                    kcnn::Impl::ConvTensorNames{"dx", "w", "bias", "dy"});
-                const auto as = kcnn::Impl::backward_data_as_forward(pb);
-                ASSERT_TRUE(as.ok);
-                const std::size_t packed =
-                    kcnn::Impl::tiled_host_simd_workspace_bytes<T>(as.forward);
-                const std::size_t one_image =
-                    std::size_t(c.C) * c.R * c.S * c.P() * c.Q() * sizeof(T) + 1024;
-                if (packed - 1 >= one_image) {
-                  EXPECT_FALSE(run(packed - 1));
-                  ++fallbacks;
-                }
-              }
-            };
-            check(float{});
-            check(double{});
-          });
-      }
+      for_layouts_backends_and_types(e.c, [&](const ConvCase& c, auto space, auto scalar) {
+        using Space = decltype(space);
+        using T = decltype(scalar);
+        const auto wv = rounded<T>(random_values(product(c.w_extents()), 32));
+        const auto dyv = rounded<T>(random_values(product(c.y_extents()), 33));
+        const auto want = host_backward_data(c, dyv, wv);
+        auto w = make_tensor<T, Space>("w", c.w_extents(), wv);
+        auto dy = make_tensor<T, Space>("dy", c.y_extents(), dyv);
+        const auto xe = c.x_extents();
+        Tensor4<T, Space> dx("dx", xe[0], xe[1], xe[2], xe[3]);
+        auto run = [&](std::size_t limit) {
+          kcnn::Conv2dParams params = c.params();
+          params.workspace_limit_bytes = limit;
+          poison(dx);
+          const LaunchedKernels launched;
+          kcnn::conv2d_backward_data(space, dy, w, dx, params);
+          space.fence();
+          EXPECT_LE(relative_error(to_host(dx), want), tolerance<T>());
+          return launched.saw("kcnn::conv2d::tiled::host_simd");
+        };
+        EXPECT_EQ(run(0), e.direct);
+        if (e.direct) {
+          // The packed weights one byte over the limit: the GEMM path, same result,
+          // where its one image's unrolled matrix fits that limit.
+          const auto pb = kcnn::Impl::make_conv2d_backward_problem(
+              "test", dx, w, 0, dy, c.params(),
+              kcnn::Impl::ConvTensorNames{"dx", "w", "bias", "dy"});
+          const auto as = kcnn::Impl::backward_data_as_forward(pb);
+          ASSERT_TRUE(as.ok);
+          const std::size_t packed = kcnn::Impl::tiled_host_simd_workspace_bytes<T>(as.forward);
+          const std::size_t one_image =
+              std::size_t(c.C) * c.R * c.S * c.P() * c.Q() * sizeof(T) + 1024;
+          if (packed - 1 >= one_image) {
+            EXPECT_FALSE(run(packed - 1));
+            ++fallbacks;
+          }
+        }
+      });
     EXPECT_GT(fallbacks, 0) << "no case exercised the workspace limit's fallback";
   }
 }
@@ -377,63 +386,51 @@ TEST(Conv2dBackwardWeightsDirect, RunsTheRegisterKernel) {
     int fallbacks = 0, i = 0;
     for (ConvCase base : cases) {
       base.bias = i++ % 2 == 0;
-      for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
-        ConvCase c = base;
-        c.layout = layout;
-        SCOPED_TRACE(c.name + std::string(" ") + kcnn::to_string(layout));
-        for (Backend b : backends())
-          with_backend(b, [&](auto space) {
-            using Space = std::decay_t<decltype(space)>;
-            SCOPED_TRACE(backend_name(b));
-            auto check = [&](auto scalar) {
-              using T = decltype(scalar);
-              SCOPED_TRACE((std::is_same_v<T, float> ? "float" : "double"));
-              const auto xv = rounded<T>(random_values(product(c.x_extents()), 41));
-              const auto dyv = rounded<T>(random_values(product(c.y_extents()), 42));
-              std::vector<double> want_dw, want_db;
-              host_backward_weights(c, xv, dyv, want_dw, want_db);
-              auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
-              auto dy = make_tensor<T, Space>("dy", c.y_extents(), dyv);
-              const auto we = c.w_extents();
-              Tensor4<T, Space> dw("dw", we[0], we[1], we[2], we[3]);
-              Tensor1<T, Space> db("db", c.M);
-              auto run = [&](std::size_t limit) {
-                kcnn::Conv2dParams params = c.params();
-                params.workspace_limit_bytes = limit;
-                poison(dw);
-                poison(db);
-                const LaunchedKernels launched;
-                if (c.bias) {
-                  kcnn::conv2d_backward_weights(space, x, dy, dw, db, params);
-                } else {
-                  kcnn::conv2d_backward_weights(space, x, dy, dw, params);
-                }
-                space.fence();
-                EXPECT_LE(relative_error(to_host(dw), want_dw), tolerance<T>()) << "dw";
-                if (c.bias) {
-                  EXPECT_LE(relative_error(to_host(db), want_db), tolerance<T>()) << "dbias";
-                }
-                return launched.saw("kcnn::conv2d_backward_weights::direct");
-              };
-              EXPECT_TRUE(run(0));
-              // Below the direct kernel's workspace: the GEMM path, where one image's
-              // unrolled matrix fits.
-              const auto pb = kcnn::Impl::make_conv2d_backward_problem(
-                  "test", x, dw, c.bias ? c.M : 0, dy, c.params(),
-                  kcnn::Impl::ConvTensorNames{"x", "dw", "dbias", "dy"});
-              const std::size_t direct =
-                  kcnn::Impl::BackwardWeightsPlan::make<T>(pb).template workspace_bytes<T>();
-              const std::size_t one_image =
-                  std::size_t(c.C) * c.R * c.S * c.P() * c.Q() * sizeof(T) + 1024;
-              if (direct - 1 >= one_image) {
-                EXPECT_FALSE(run(direct - 1));
-                ++fallbacks;
-              }
-            };
-            check(float{});
-            check(double{});
-          });
-      }
+      for_layouts_backends_and_types(base, [&](const ConvCase& c, auto space, auto scalar) {
+        using Space = decltype(space);
+        using T = decltype(scalar);
+        const auto xv = rounded<T>(random_values(product(c.x_extents()), 41));
+        const auto dyv = rounded<T>(random_values(product(c.y_extents()), 42));
+        std::vector<double> want_dw, want_db;
+        host_backward_weights(c, xv, dyv, want_dw, want_db);
+        auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
+        auto dy = make_tensor<T, Space>("dy", c.y_extents(), dyv);
+        const auto we = c.w_extents();
+        Tensor4<T, Space> dw("dw", we[0], we[1], we[2], we[3]);
+        Tensor1<T, Space> db("db", c.M);
+        auto run = [&](std::size_t limit) {
+          kcnn::Conv2dParams params = c.params();
+          params.workspace_limit_bytes = limit;
+          poison(dw);
+          poison(db);
+          const LaunchedKernels launched;
+          if (c.bias) {
+            kcnn::conv2d_backward_weights(space, x, dy, dw, db, params);
+          } else {
+            kcnn::conv2d_backward_weights(space, x, dy, dw, params);
+          }
+          space.fence();
+          EXPECT_LE(relative_error(to_host(dw), want_dw), tolerance<T>()) << "dw";
+          if (c.bias) {
+            EXPECT_LE(relative_error(to_host(db), want_db), tolerance<T>()) << "dbias";
+          }
+          return launched.saw("kcnn::conv2d_backward_weights::direct");
+        };
+        EXPECT_TRUE(run(0));
+        // Below the direct kernel's workspace: the GEMM path, where one image's
+        // unrolled matrix fits.
+        const auto pb = kcnn::Impl::make_conv2d_backward_problem(
+            "test", x, dw, c.bias ? c.M : 0, dy, c.params(),
+            kcnn::Impl::ConvTensorNames{"x", "dw", "dbias", "dy"});
+        const std::size_t direct =
+            kcnn::Impl::BackwardWeightsPlan::make<T>(pb).template workspace_bytes<T>();
+        const std::size_t one_image =
+            std::size_t(c.C) * c.R * c.S * c.P() * c.Q() * sizeof(T) + 1024;
+        if (direct - 1 >= one_image) {
+          EXPECT_FALSE(run(direct - 1));
+          ++fallbacks;
+        }
+      });
     }
     EXPECT_GT(fallbacks, 0) << "no case exercised the workspace limit's fallback";
   }
@@ -464,57 +461,45 @@ TEST(Conv2dBackwardWeightsDirect, BothWorkSplitsMatchTheReference) {
     };
     int multi_part = 0;
     for (const ConvCase& base : cases)
-      for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
-        ConvCase c = base;
-        c.layout = layout;
-        SCOPED_TRACE(c.name + std::string(" ") + kcnn::to_string(layout));
-        for (Backend b : backends())
-          with_backend(b, [&](auto space) {
-            using Space = std::decay_t<decltype(space)>;
-            SCOPED_TRACE(backend_name(b));
-            auto check = [&](auto scalar) {
-              using T = decltype(scalar);
-              SCOPED_TRACE((std::is_same_v<T, float> ? "float" : "double"));
-              const auto xv = rounded<T>(random_values(product(c.x_extents()), 51));
-              const auto dyv = rounded<T>(random_values(product(c.y_extents()), 52));
-              std::vector<double> want_dw, want_db;
-              host_backward_weights(c, xv, dyv, want_dw, want_db);
-              auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
-              auto dy = make_tensor<T, Space>("dy", c.y_extents(), dyv);
-              const auto we = c.w_extents();
-              Tensor4<T, Space> dw("dw", we[0], we[1], we[2], we[3]);
-              const auto pb = kcnn::Impl::make_conv2d_backward_problem(
-                  "test", x, dw, 0, dy, c.params(),
-                  kcnn::Impl::ConvTensorNames{"x", "dw", "dbias", "dy"});
-              auto run = [&](auto exec, BackwardWeightsScheme scheme) {
-                using Exec = decltype(exec);
-                poison(dw);
-                const bool ran = kcnn::Impl::conv2d_backward_weights_direct(
-                    exec, kcnn::Impl::as_kernel_view<Exec, false>(x),
-                    kcnn::Impl::as_kernel_view<Exec, false>(dy),
-                    kcnn::Impl::as_kernel_view<Exec, true>(dw), pb, scheme);
-                exec.fence();
-                EXPECT_TRUE(ran);
-                const auto got = to_host(dw);
-                EXPECT_LE(relative_error(got, want_dw), tolerance<T>()) << "dw";
-                return got;
-              };
-              run(space, BackwardWeightsScheme::PerTap);
-              const auto all_taps = run(space, BackwardWeightsScheme::AllTaps);
-              const auto plan =
-                  kcnn::Impl::BackwardWeightsPlan::make<T>(pb, BackwardWeightsScheme::AllTaps);
-              multi_part += plan.parts > 1;
+      for_layouts_backends_and_types(base, [&](const ConvCase& c, auto space, auto scalar) {
+        using Space = decltype(space);
+        using T = decltype(scalar);
+        const auto xv = rounded<T>(random_values(product(c.x_extents()), 51));
+        const auto dyv = rounded<T>(random_values(product(c.y_extents()), 52));
+        std::vector<double> want_dw, want_db;
+        host_backward_weights(c, xv, dyv, want_dw, want_db);
+        auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
+        auto dy = make_tensor<T, Space>("dy", c.y_extents(), dyv);
+        const auto we = c.w_extents();
+        Tensor4<T, Space> dw("dw", we[0], we[1], we[2], we[3]);
+        const auto pb = kcnn::Impl::make_conv2d_backward_problem(
+            "test", x, dw, 0, dy, c.params(),
+            kcnn::Impl::ConvTensorNames{"x", "dw", "dbias", "dy"});
+        auto run = [&](auto exec, BackwardWeightsScheme scheme) {
+          using Exec = decltype(exec);
+          poison(dw);
+          const bool ran = kcnn::Impl::conv2d_backward_weights_direct(
+              exec, kcnn::Impl::as_kernel_view<Exec, false>(x),
+              kcnn::Impl::as_kernel_view<Exec, false>(dy),
+              kcnn::Impl::as_kernel_view<Exec, true>(dw), pb, scheme);
+          exec.fence();
+          EXPECT_TRUE(ran);
+          const auto got = to_host(dw);
+          EXPECT_LE(relative_error(got, want_dw), tolerance<T>()) << "dw";
+          return got;
+        };
+        run(space, BackwardWeightsScheme::PerTap);
+        const auto all_taps = run(space, BackwardWeightsScheme::AllTaps);
+        const auto plan =
+            kcnn::Impl::BackwardWeightsPlan::make<T>(pb, BackwardWeightsScheme::AllTaps);
+        multi_part += plan.parts > 1;
 #if defined(KOKKOS_ENABLE_SERIAL)
-              if constexpr (!std::is_same_v<Space, Kokkos::Serial>) {
-                EXPECT_EQ(run(Kokkos::Serial(), BackwardWeightsScheme::AllTaps), all_taps)
-                    << "AllTaps depends on the thread count";
-              }
+        if constexpr (!std::is_same_v<Space, Kokkos::Serial>) {
+          EXPECT_EQ(run(Kokkos::Serial(), BackwardWeightsScheme::AllTaps), all_taps)
+              << "AllTaps depends on the thread count";
+        }
 #endif
-            };
-            check(float{});
-            check(double{});
-          });
-      }
+      });
     EXPECT_GT(multi_part, 0) << "no case split its rows into several parts";
   }
 }
