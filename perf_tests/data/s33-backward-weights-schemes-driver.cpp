@@ -22,8 +22,10 @@ int main(int argc, char** argv) {
   struct Layer {
     const char* name;
     int N, C, H, M, R, pad;
-  } layers[] = {{"lenet_c3", 1000, 4, 40, 16, 7, 0}, {"resnet64", 8, 64, 56, 64, 3, 1},
-                {"resnet128", 8, 128, 28, 128, 3, 1}, {"resnet256", 8, 256, 14, 256, 3, 1},
+  } layers[] = {{"lenet_c3", 1000, 4, 40, 16, 7, 0},
+                {"resnet64", 8, 64, 56, 64, 3, 1},
+                {"resnet128", 8, 128, 28, 128, 3, 1},
+                {"resnet256", 8, 256, 14, 256, 3, 1},
                 {"resnet512", 8, 512, 7, 512, 3, 1}};
   using F4 = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace>;
   using Scheme = kcnn::Impl::BackwardWeightsScheme;
