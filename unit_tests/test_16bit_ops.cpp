@@ -55,11 +55,13 @@ std::vector<ConvCase> cases_in_both_layouts() {
   return out;
 }
 
-/// Whether conv2d_forward's `algo` takes 16-bit tensors on Space: every algorithm but
-/// TensorCoreGemm everywhere, TensorCoreGemm where the backend has tensor cores.
+/// Whether conv2d_forward's `algo` takes case c's 16-bit tensors on Space: every algorithm
+/// for the geometries it takes (algo_takes_geometry), TensorCoreGemm where the backend has
+/// tensor cores.
 template <class T, class Space>
-bool takes_16bit(kcnn::ConvAlgo algo, kcnn::MathMode math) {
-  return algo != kcnn::ConvAlgo::TensorCoreGemm || algo_serves<T, Space>(algo, math);
+bool takes_16bit(kcnn::ConvAlgo algo, const ConvCase& c, kcnn::MathMode math) {
+  if (!algo_takes_geometry(algo, c)) return false;
+  return algo != kcnn::ConvAlgo::TensorCoreGemm || algo_serves<T, Space>(algo, c, math);
 }
 
 /// conv2d_forward with algorithm `algo` on T Views of case c: the algorithms that take
@@ -78,7 +80,7 @@ void check_conv(const Space& space, const ConvCase& c, kcnn::ConvAlgo algo) {
   poison(y);
   auto params = c.params();
   params.algo = algo;
-  const bool takes = takes_16bit<T, Space>(algo, params.math);
+  const bool takes = takes_16bit<T, Space>(algo, c, params.math);
   if (!takes && std::is_same_v<T, float>) return;  // float: the float tests' work
   auto forward = [&] {  // the reference adds the bias only where the case has one
     if (c.bias) {
@@ -957,7 +959,7 @@ void run_find_best_algo_case() {
   space.fence();
   if constexpr (!std::is_same_v<T, float>) {
     using kcnn::ConvAlgo;
-    auto runs = [&](ConvAlgo a) { return takes_16bit<T, Space>(a, c.math); };
+    auto runs = [&](ConvAlgo a) { return takes_16bit<T, Space>(a, c, c.math); };
     EXPECT_TRUE(runs(found.algo)) << kcnn::to_string(found.algo);
     for (const auto& t : found.timings) {
       EXPECT_EQ(t.ok(), runs(t.algo)) << kcnn::to_string(t.algo) << ": " << t.error;

@@ -130,7 +130,7 @@ TEST(AlgoSelect, ImplementedListMatchesDispatch) {
     } catch (const kcnn::Error& e) {
       runs = std::string(e.what()).find("not implemented") == std::string::npos;
       if (runs) {
-        EXPECT_FALSE((algo_serves<float, Space>(algo, params.math))) << e.what();
+        EXPECT_FALSE((algo_serves<float, Space>(algo, c, params.math))) << e.what();
       }
     }
     EXPECT_EQ(runs, kcnn::Impl::is_implemented(algo));
@@ -475,14 +475,12 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
   EXPECT_EQ(select_for(resnet, Target::Host, kEverything, HostIsa::Avx512).algo,
             ConvAlgo::ImplicitGemm);
   // AVX2 (AMD EPYC Zen 3, session 32): Tiled's register-blocked kernel for float and
-  // double in both layouts, pointwise layers excepted (the BLAS).
+  // double in both layouts, pointwise layers excepted (the BLAS); float 3x3 stride-1
+  // layers of 32 to 128 channels over at least 256 tiles: Winograd (session 34).
   const RuleExpectation avx2[] = {
-      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1), ConvAlgo::Tiled, "host_avx2_direct"},
       {problem(8, 512, 7, 7, 512, 3, 3, 1, 1), ConvAlgo::Tiled, "host_avx2_direct"},
       {problem(1000, 4, 40, 40, 16, 7, 7, 2), ConvAlgo::Tiled, "host_avx2_direct"},
-      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled, "host_avx2_direct"},
       {problem(1000, 4, 40, 40, 16, 7, 7, 2, 0, Layout::NHWC), ConvAlgo::Tiled, "host_avx2_direct"},
-      {problem(8, 256, 14, 14, 256, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled, "host_avx2_direct"},
       {problem(8, 512, 7, 7, 512, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled, "host_avx2_direct"},
       {problem(8, 256, 56, 56, 64, 1, 1), ConvAlgo::Im2colGemm, "host_pointwise"},
       {problem(8, 256, 56, 56, 64, 1, 1, 1, 0, Layout::NHWC), ConvAlgo::Im2colGemm,
@@ -490,6 +488,26 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
   };
   expect_rules(avx2, Target::Host, HostIsa::Avx2, ElementKind::Float32);
   expect_rules(avx2, Target::Host, HostIsa::Avx2, f64);
+  const RuleExpectation avx2_float_only[] = {
+      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1), ConvAlgo::Winograd, "host_avx2_winograd"},
+      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Winograd,
+       "host_avx2_winograd"},
+      {problem(8, 128, 28, 28, 256, 3, 3, 1, 1), ConvAlgo::Winograd, "host_avx2_winograd"},
+      {problem(8, 256, 14, 14, 256, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Winograd,
+       "host_avx2_winograd"},
+      // 16 channels; 512 channels; 64 tiles; stride 2; a fused pooling: Tiled.
+      {problem(8, 16, 112, 112, 16, 3, 3, 1, 1), ConvAlgo::Tiled, "host_avx2_direct"},
+      {problem(8, 512, 14, 14, 512, 3, 3, 1, 1), ConvAlgo::Tiled, "host_avx2_direct"},
+      {problem(1, 64, 28, 28, 64, 3, 3, 1, 1), ConvAlgo::Tiled, "host_avx2_direct"},
+      {problem(8, 64, 56, 56, 64, 3, 3, 2, 1), ConvAlgo::Tiled, "host_avx2_direct"},
+      {pooled(problem(8, 64, 56, 56, 64, 3, 3, 1, 1), 2), ConvAlgo::Tiled, "host_avx2_direct"},
+  };
+  expect_rules(avx2_float_only, Target::Host, HostIsa::Avx2, ElementKind::Float32);
+  const RuleExpectation avx2_double[] = {
+      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1), ConvAlgo::Tiled, "host_avx2_direct"},
+      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled, "host_avx2_direct"},
+  };
+  expect_rules(avx2_double, Target::Host, HostIsa::Avx2, f64);
   // 16-bit tensors keep their rule on AVX2 (Tiled's register kernel takes float and double).
   EXPECT_EQ(std::string(
                 select_for(resnet, Target::Host, kEverything, HostIsa::Avx2, ElementKind::BFloat16)
@@ -859,7 +877,7 @@ TEST_F(FindBestAlgo, AutoConsultsTheCacheFirst) {
   // Whatever implemented algorithm the cache names is what Auto runs (and says so in
   // its profiling region).
   for (ConvAlgo algo : kcnn::implemented_conv_algos()) {
-    if (!algo_serves<float, Space>(algo, params.math)) continue;  // Auto passes it over
+    if (!algo_serves<float, Space>(algo, p.c, params.math)) continue;  // Auto passes it over
     SCOPED_TRACE(kcnn::to_string(algo));
     kcnn::Impl::algo_cache().insert(p.key(), {algo, 1.0});
     poison(p.y);

@@ -165,8 +165,8 @@ std::array<std::vector<Job>, 2> job_lists() {
                                        ConvAlgo::ImplicitGemm));
   second.push_back(backward_weights_job<float>("backward weights NCHW float",
                                                with_layout(b, Layout::NCHW, small_budget)));
-  if (algo_serves<float, Space>(ConvAlgo::TensorCoreGemm, kcnn::MathMode::TF32)) {
-    ConvCase tf32 = with_layout(big, Layout::NHWC);
+  ConvCase tf32 = with_layout(big, Layout::NHWC);
+  if (algo_serves<float, Space>(ConvAlgo::TensorCoreGemm, tf32, kcnn::MathMode::TF32)) {
     tf32.math = kcnn::MathMode::TF32;
     second.push_back(
         forward_job<float>("tensor_core_gemm TF32 NHWC float", tf32, ConvAlgo::TensorCoreGemm));

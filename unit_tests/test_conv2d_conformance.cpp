@@ -192,7 +192,7 @@ TEST(Conv2dForwardViews, LayoutLeftViewsMatchReference) {
     poison(y);
     auto params = c.params();
     params.algo = algo;
-    if (!algo_serves<double, Space>(algo, params.math)) {  // TensorCoreGemm on the host
+    if (!algo_serves<double, Space>(algo, c, params.math)) {  // TensorCoreGemm on the host
       expect_refused(Space(), y, [&] { kcnn::conv2d_forward(Space(), x, w, bias, y, params); });
       continue;
     }

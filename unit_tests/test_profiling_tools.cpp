@@ -136,7 +136,7 @@ void run_every_operation(const Space& space, Layout layout) {
 
   // The forward convolution with every algorithm, then with a fused pooling.
   for (ConvAlgo algo : kcnn::implemented_conv_algos()) {
-    if (!algo_serves<T, Space>(algo, c.params().math)) continue;
+    if (!algo_serves<T, Space>(algo, c, c.params().math)) continue;
     SCOPED_TRACE(kcnn::to_string(algo));
     auto params = c.params();
     params.algo = algo;

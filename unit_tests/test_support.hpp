@@ -114,11 +114,21 @@ constexpr double tolerance() {
   return std::is_same_v<T, float> ? 1e-4 : 1e-11;
 }
 
-/// Whether `algo` computes a problem on Space with element T under `math` (else
-/// conv2d_forward must throw kcnn::Error and write nothing): TensorCoreGemm needs CUDA
-/// tensor cores and, for float tensors, a TF32 math mode.
+/// Whether `algo` computes case c's geometry: ConvAlgo::Winograd takes 3x3, stride-1,
+/// undilated filters only.
+inline bool algo_takes_geometry(kcnn::ConvAlgo algo, const ConvCase& c) {
+  if (algo != kcnn::ConvAlgo::Winograd) return true;
+  return c.R == 3 && c.S == 3 && c.stride_h == 1 && c.stride_w == 1 && c.dilation_h == 1 &&
+         c.dilation_w == 1;
+}
+
+/// Whether `algo` computes case c on Space with element T under `math` (else
+/// conv2d_forward must throw kcnn::Error and write nothing): its geometry
+/// (algo_takes_geometry); TensorCoreGemm needs CUDA tensor cores and, for float tensors,
+/// a TF32 math mode.
 template <class T, class Space>
-bool algo_serves(kcnn::ConvAlgo algo, kcnn::MathMode math) {
+bool algo_serves(kcnn::ConvAlgo algo, const ConvCase& c, kcnn::MathMode math) {
+  if (!algo_takes_geometry(algo, c)) return false;
   if (algo != kcnn::ConvAlgo::TensorCoreGemm) return true;
   if (!kcnn::Impl::has_tensor_cores_v<Space>) return false;
   return !std::is_same_v<T, float> || math != kcnn::MathMode::Strict;
@@ -208,7 +218,7 @@ void check_forward_with(const Space& space, const ConvCase& c, kcnn::ConvAlgo al
   params.algo = algo;
   if constexpr (std::is_same_v<T, double>) params.math = kcnn::MathMode::Strict;
   SCOPED_TRACE(std::string("math ") + kcnn::to_string(params.math));
-  if (!algo_serves<T, Space>(algo, params.math)) {
+  if (!algo_serves<T, Space>(algo, c, params.math)) {
     expect_refused(space, y, [&] { run(x, w, bias, y, params); });
     return;
   }
@@ -297,11 +307,11 @@ void check_fused_with(const Space& space, const FusedCase& f, kcnn::ConvAlgo alg
   // An algorithm that serves float only under a TF32 mode (TensorCoreGemm) runs TF32x3,
   // whose error is within the Strict tolerance; one that serves nothing here must
   // refuse before writing.
-  if (!algo_serves<T, Space>(algo, params.math) &&
-      algo_serves<T, Space>(algo, kcnn::MathMode::TF32x3))
+  if (!algo_serves<T, Space>(algo, c, params.math) &&
+      algo_serves<T, Space>(algo, c, kcnn::MathMode::TF32x3))
     params.math = kcnn::MathMode::TF32x3;
   SCOPED_TRACE(std::string("math ") + kcnn::to_string(params.math));
-  if (!algo_serves<T, Space>(algo, params.math)) {
+  if (!algo_serves<T, Space>(algo, c, params.math)) {
     expect_refused(space, y, [&] { run(x, w, bias, y, params); });
     return;
   }

@@ -24,7 +24,10 @@ enum class Activation { Identity, ReLU, Sigmoid, Tanh };
 /// (impl/conv2d/select/auto_rules.hpp). `TensorCoreGemm` is the implicit GEMM on NVIDIA
 /// tensor cores (CUDA builds for sm_80 or newer): float tensors under MathMode::TF32 or
 /// ::TF32x3, double tensors with IEEE fp64 products; elsewhere it throws kcnn::Error.
-enum class ConvAlgo { Auto, Reference, Tiled, Im2colGemm, ImplicitGemm, TensorCoreGemm };
+/// `Winograd` is Winograd's minimal filtering F(4x4, 3x3) (F(2x2, 3x3) past 4,096
+/// channels) for 3x3 filters at stride 1 without dilation, any padding; other geometries
+/// throw kcnn::Error naming the reason (see conv2d.hpp for its accuracy).
+enum class ConvAlgo { Auto, Reference, Tiled, Im2colGemm, ImplicitGemm, TensorCoreGemm, Winograd };
 
 /// How much floating-point precision a convolution may give up for speed (model: oneDNN's
 /// fpmath_mode, cuDNN's math type, PyTorch's allow_tf32).
@@ -146,6 +149,8 @@ inline const char* to_string(ConvAlgo algo) {
       return "ImplicitGemm";
     case ConvAlgo::TensorCoreGemm:
       return "TensorCoreGemm";
+    case ConvAlgo::Winograd:
+      return "Winograd";
   }
   return "unknown-algo";
 }

@@ -12,13 +12,15 @@
 #include "reference/reference.hpp"
 #include "tensor_core/tensor_core_algorithm.hpp"
 #include "tiled/tiled_algorithm.hpp"
+#include "winograd/winograd_algorithm.hpp"
 
 namespace kcnn::Impl {
 
-using Conv2dRegistry = AlgorithmList<ReferenceAlgorithm,     //
-                                     TiledAlgorithm,         //
-                                     Im2colGemmAlgorithm,    //
-                                     ImplicitGemmAlgorithm,  //
-                                     TensorCoreGemmAlgorithm>;
+using Conv2dRegistry = AlgorithmList<ReferenceAlgorithm,       //
+                                     TiledAlgorithm,           //
+                                     Im2colGemmAlgorithm,      //
+                                     ImplicitGemmAlgorithm,    //
+                                     TensorCoreGemmAlgorithm,  //
+                                     WinogradAlgorithm>;
 
 }  // namespace kcnn::Impl

@@ -175,6 +175,16 @@ inline constexpr std::int64_t kFewFiltersDoubleNhwcDevice = 8;
 inline constexpr std::int64_t kWideGemmFiltersDoubleDevice = 64;
 /// GPU, NHWC 1x1: cuBLAS on the input itself leads up to this many filters.
 inline constexpr std::int64_t kPointwiseNhwcGemmFiltersDevice = 64;
+/// Host, AVX2, float, 3x3 stride-1 undilated unpooled layers: Winograd's F(4x4) leads
+/// Tiled and oneDNN's blocked layout from kWinogradMinChannelsHost to
+/// kWinogradMaxChannelsHost input channels with at most kWinogradMaxFiltersHost filters
+/// and at least kWinogradMinTilesHost 4x4 output tiles (TUNING.md, session 34: the 64-,
+/// 128- and 256-channel ResNet layers at N=8; 16 and 3 channels and the 512-channel
+/// layer at 7x7, 32 tiles, slower than Tiled).
+inline constexpr std::int64_t kWinogradMinChannelsHost = 32;
+inline constexpr std::int64_t kWinogradMaxChannelsHost = 256;
+inline constexpr std::int64_t kWinogradMaxFiltersHost = 256;
+inline constexpr std::int64_t kWinogradMinTilesHost = 128;
 /// Host, unit stride: up to this reduction length Tiled's direct kernel leads.
 inline constexpr std::int64_t kShortReductionHost = 256;
 /// Host, AVX-512 + AMX (Intel Xeon), NCHW at unit stride: from this reduction length
@@ -200,6 +210,16 @@ inline bool is_strided(const Conv2dProblem& pb) {
 
 inline bool unit_stride_and_dilation(const Conv2dProblem& pb) {
   return pb.stride_h == 1 && pb.stride_w == 1 && pb.dilation_h == 1 && pb.dilation_w == 1;
+}
+
+/// 3x3 at stride 1 without dilation: the geometry ConvAlgo::Winograd computes.
+inline bool is_winograd_3x3(const Conv2dProblem& pb) {
+  return pb.R == 3 && pb.S == 3 && unit_stride_and_dilation(pb);
+}
+
+/// Output tiles of 4x4 over the batch: the work Winograd's F(4x4) spreads over threads.
+inline std::int64_t winograd_4x4_tiles(const Conv2dProblem& pb) {
+  return pb.N * ((pb.P + 3) / 4) * ((pb.Q + 3) / 4);
 }
 
 /// 1x1, stride 1, no padding: the unrolled matrix is the input itself.
@@ -369,6 +389,17 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
       // ResNet 3x3 1.1-1.4x the BLAS, AlexNet, LeNet and the odd shapes 1.2-3x; float NHWC
       // 0.99x (512 channels) to 3.3x; double 1.06x (NCHW, 64 channels) to 6x the fastest
       // GEMM.
+      // AVX2 builds, float, 3x3 stride-1 layers of 32 to 256 channels over enough tiles,
+      // unpooled (Tiled fuses the pooling): Winograd's F(4x4) (session 34, TUNING.md).
+      {"host_avx2_winograd",
+       H,
+       [](P pb, C c) {
+         return c.host_isa == HostIsa::Avx2 && c.element == ElementKind::Float32 &&
+                is_winograd_3x3(pb) && !pb.has_pool && pb.C >= kWinogradMinChannelsHost &&
+                pb.C <= kWinogradMaxChannelsHost && pb.M <= kWinogradMaxFiltersHost &&
+                winograd_4x4_tiles(pb) >= kWinogradMinTilesHost;
+       },
+       {A::Winograd, A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
       {"host_avx2_direct",
        H,
        [](P, C c) {

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file impl/conv2d/winograd/winograd.hpp
+/// \brief ConvAlgo::Winograd: 3 x 3, stride-1, undilated convolutions through Winograd's
+///        minimal filtering F(m x m, 3 x 3), m = 2 or 4 (transforms.hpp).
+///
+/// The output is cut into m x m tiles t (over images, tile rows, tile columns; edge tiles
+/// are cut off at the store). With alpha = m + 2 and xi one of the alpha^2 transform-domain
+/// positions, the convolution becomes alpha^2 independent GEMMs
+///     Z[xi](k, t) = sum_c U[xi](k, c) * V[xi](c, t)
+/// between the transformed filters U = G g G^T and the transformed input patches
+/// V = B^T d B, followed by the output transform y_tile = A^T Z A. A 3 x 3 layer then
+/// takes alpha^2 / (9 m^2) of the direct convolution's multiplies: 0.44x with F(2x2),
+/// 0.25x with F(4x4).
+///
+/// Element types: the transforms and GEMMs compute in the element type's compute type
+/// (float for float and the 16-bit types, double for double); bias and activation are
+/// applied to the transformed output, which is rounded once at the store.
+///
+/// Execution (model: oneDNN's and Lavin's blocked pipelines):
+///  - The filters are transformed once per call (WinogradFilterTransform, alpha^2 M C
+///    values in the workspace).
+///  - Host backends (host_blocks.hpp): the tiles are processed in blocks sized for the
+///    caches; a thread takes a block, transforms its patches into its own slot of the
+///    workspace, runs the alpha^2 GEMMs on a register-blocked micro-kernel and
+///    transforms the products into y. Nothing transform-domain leaves the thread's caches.
+///  - Device backends: per chunk of tiles, an input-transform
+///    kernel, the alpha^2 GEMMs (cuBLAS, strict arithmetic) and an output-transform
+///    kernel with bias and activation, in the workspace. The fused GPU kernel of issue 21
+///    (transforms inside the GEMM's loader and epilogue) is not written yet.
+///
+/// Accuracy: the transforms' constants enlarge the rounding error (Barabasz et al.
+/// 2018); the bound each tile meets is in winograd_error_bound (measured; see
+/// test_conv2d_winograd.cpp).
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include "../../arch/device_traits.hpp"
+#include "../../arch/host_simd.hpp"
+#include "../../blas/gemm.hpp"
+#include "../../common/element_traits.hpp"
+#include "../../common/index_math.hpp"
+#include "../../common/problem.hpp"
+#include "../../common/tensor_access.hpp"
+#include "../../common/view_checks.hpp"
+#include "../../common/workspace_cache.hpp"
+#include "../../epilogue/bias_activation.hpp"
+#include "host_blocks.hpp"
+#include "kernels.hpp"
+#include "transforms.hpp"
+
+namespace kcnn::Impl {
+
+/// Choices the planner makes by itself, forced by tests and measurements.
+struct WinogradTuning {
+  int tile = 0;  ///< output tile m: 0 = winograd_tile's choice, else 2 or 4
+  /// Host: the per-thread blocked pipeline (with a host BLAS), else the staged one.
+  bool host_blocked = true;
+  /// Host: transform-domain bytes (V and Z of one block) a thread aims for.
+  std::size_t host_block_bytes = std::size_t(1) << 20;
+  /// Host: transformed filters (U) from this size on size the blocks instead.
+  std::size_t host_large_filters_bytes = std::size_t(4) << 20;
+};
+
+struct WinogradPlan {
+  int tile = 4, alpha = 6;
+  std::int64_t tiles_h = 0, tiles_w = 0;  ///< tile rows and columns of one image
+  std::int64_t tiles = 0;                 ///< over the batch
+  std::int64_t chunk_tiles = 0, chunks = 0;
+  bool host_blocked = false;
+  int slots = 1;
+  std::int64_t m_pad = 0;   ///< filters per row of NHWC's U and Z (host: whole vectors)
+  int lanes = 1;            ///< host: the tiles of NCHW's V and Z rows are padded to these
+  std::size_t u_bytes = 0;  ///< transformed filters, alpha^2 m_pad C values
+  std::size_t v_bytes = 0, z_bytes = 0;  ///< one slot's transformed patches and products
+  std::size_t tiles_bytes = 0;           ///< one host slot's tile positions
+  std::size_t slot_bytes() const { return v_bytes + z_bytes + tiles_bytes; }
+  std::size_t workspace_bytes() const { return u_bytes + std::size_t(slots) * slot_bytes(); }
+};
+
+/// Reduction lengths up to which F(4x4) is within the Strict tolerance: its error stays
+/// below 2^-16 of sum_k |w_k x_k| (about 1.4e-6 from 4 channels on), which for random
+/// inputs of either sign is at most 4e-5 of the output's magnitude at 4,096 channels
+/// (it grows like sqrt(C)); F(2x2) stays below 2^-19 of that sum (1e-7 typically). Random
+/// inputs, float, NHWC 20 x 20, 8 filters, test_conv2d_winograd.cpp's ErrorWithinTheBound.
+inline constexpr std::int64_t kWinogradF4MaxChannels = 4096;
+
+/// The tile F(m x m, 3 x 3) used when the caller does not force one: F(4x4) (a quarter
+/// of the direct convolution's multiplies) within its accuracy range, else F(2x2).
+inline int winograd_tile(const Conv2dProblem& pb) {
+  return pb.C <= kWinogradF4MaxChannels ? 4 : 2;
+}
+
+/// Why ConvAlgo::Winograd cannot compute pb, or nothing: the geometry it implements.
+inline std::optional<std::string> winograd_geometry_reason(const Conv2dProblem& pb) {
+  if (pb.R != 3 || pb.S != 3)
+    return msg("ConvAlgo::Winograd computes 3x3 filters only (this filter is ", pb.R, "x", pb.S,
+               ")");
+  if (pb.stride_h != 1 || pb.stride_w != 1)
+    return msg("ConvAlgo::Winograd computes stride 1 only (stride ", pb.stride_h, "x", pb.stride_w,
+               ")");
+  if (pb.dilation_h != 1 || pb.dilation_w != 1)
+    return msg("ConvAlgo::Winograd computes undilated filters only (dilation ", pb.dilation_h, "x",
+               pb.dilation_w, ")");
+  return {};
+}
+
+/// Plans pb (geometry checked by the caller). Throws kcnn::Error when the workspace
+/// limit cannot hold the transformed filters and one tile's transform-domain values.
+/// host_lanes: the host vector's lanes of the compute type (host backends).
+inline WinogradPlan plan_winograd(const char* op, const Conv2dProblem& pb, std::size_t elem_bytes,
+                                  std::size_t limit_bytes, bool host, int host_lanes,
+                                  int host_threads, const WinogradTuning& tuning) {
+  WinogradPlan plan;
+  plan.tile = tuning.tile ? tuning.tile : winograd_tile(pb);
+  throw_if(plan.tile != 2 && plan.tile != 4, op, "internal: Winograd tile ", plan.tile);
+  plan.alpha = plan.tile + 2;
+  const auto a2 = static_cast<std::int64_t>(plan.alpha * plan.alpha);
+  plan.tiles_h = (pb.P + plan.tile - 1) / plan.tile;
+  plan.tiles_w = (pb.Q + plan.tile - 1) / plan.tile;
+  plan.tiles = pb.N * plan.tiles_h * plan.tiles_w;
+  constexpr std::int64_t int_max = std::numeric_limits<int>::max();
+  throw_if(pb.M > int_max || pb.C > int_max, op,
+           "ConvAlgo::Winograd: the GEMMs take 32-bit extents (M = ", pb.M, ", C = ", pb.C, ")");
+
+  plan.host_blocked = host && tuning.host_blocked;
+  const bool nhwc = pb.layout == Layout::NHWC;
+  plan.lanes = plan.host_blocked && !nhwc ? host_lanes : 1;
+  plan.m_pad = plan.host_blocked && nhwc ? round_up(pb.M, host_lanes) : pb.M;
+  plan.u_bytes =
+      align_up(static_cast<std::size_t>(a2 * winograd_plane(plan.m_pad * pb.C)) * elem_bytes);
+  const auto per_tile = static_cast<std::size_t>(a2 * (pb.C + plan.m_pad)) * elem_bytes +
+                        (plan.host_blocked ? sizeof(WinogradTilePosition) : 0);
+  plan.slots = plan.host_blocked ? std::max(1, host_threads) : 1;
+  // Alignment allowances, the planes' padding (winograd_plane: up to 31 values each) and
+  // that of NCHW's tile rows (lanes - 1 tiles).
+  const std::size_t fixed =
+      plan.u_bytes +
+      std::size_t(plan.slots) * (3 * kScratchAlign + std::size_t(2 * a2 * 31) * elem_bytes +
+                                 per_tile * std::size_t(plan.lanes - 1));
+  const std::size_t avail =
+      limit_bytes > fixed ? (limit_bytes - fixed) / std::size_t(plan.slots) : 0;
+  throw_if(avail < per_tile, op, "ConvAlgo::Winograd: the workspace limit of ", limit_bytes,
+           " bytes is too small; this problem needs at least ", fixed + per_tile,
+           " bytes (the transformed filters, ", plan.u_bytes, ", and ", per_tile, " per tile of ",
+           plan.tile, "x", plan.tile, " outputs)");
+  auto chunk = static_cast<std::int64_t>(avail / per_tile);
+  if (plan.host_blocked) {
+    // Cache-sized blocks of whole vectors of tiles (NCHW's GEMM columns), and enough
+    // blocks to keep every thread busy. Each block reads all of U: where U outgrows
+    // the caches (past host_large_filters_bytes) a block's V and Z take as many bytes as
+    // U, so that U's traffic stays at most the transform domain's.
+    const std::int64_t unit = host_lanes;
+    const std::size_t block_bytes = plan.u_bytes > tuning.host_large_filters_bytes
+                                        ? std::max(tuning.host_block_bytes, plan.u_bytes)
+                                        : tuning.host_block_bytes;
+    const auto target = std::max<std::int64_t>(
+        unit, static_cast<std::int64_t>(block_bytes / per_tile) / unit * unit);
+    const std::int64_t balanced = (plan.tiles + plan.slots - 1) / plan.slots;
+    chunk = std::min({chunk, target, std::max<std::int64_t>(1, balanced)});
+  }
+  plan.chunk_tiles = std::max<std::int64_t>(1, std::min({chunk, plan.tiles, int_max}));
+  plan.chunks = (plan.tiles + plan.chunk_tiles - 1) / plan.chunk_tiles;
+  const std::int64_t row_tiles = round_up(plan.chunk_tiles, plan.lanes);
+  plan.v_bytes =
+      align_up(static_cast<std::size_t>(a2 * winograd_plane(pb.C * row_tiles)) * elem_bytes);
+  plan.z_bytes =
+      align_up(static_cast<std::size_t>(a2 * winograd_plane(plan.m_pad * row_tiles)) * elem_bytes);
+  if (plan.host_blocked)
+    plan.tiles_bytes =
+        align_up(static_cast<std::size_t>(plan.chunk_tiles) * sizeof(WinogradTilePosition));
+  return plan;
+}
+
+// ---------------------------------------------------------------------------------
+// Drivers
+// ---------------------------------------------------------------------------------
+
+template <Layout L, int Tile, class ExecSpace, class XView, class WView, class BView, class YView>
+void conv2d_winograd_run(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
+                         const YView& y, const Conv2dProblem& pb, const WinogradPlan& plan) {
+  using T = view_scalar_t<XView>;
+  using Y = view_scalar_t<YView>;
+  using Bias = view_scalar_t<BView>;
+  using Acc = compute_t<T>;
+  using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
+  constexpr int a2 = (Tile + 2) * (Tile + 2);
+
+  auto lease = WorkspaceCache<ExecSpace>::acquire(space, plan.workspace_bytes());
+  unsigned char* base = lease.data();
+  Acc* u = reinterpret_cast<Acc*>(base);
+  unsigned char* slots = base + plan.u_bytes;
+
+  const WinogradFilterTransform<L, Tile, T, Acc> filters{w.data(),
+                                                         logical_strides<L>(w),
+                                                         u,
+                                                         pb.M,
+                                                         pb.C,
+                                                         plan.m_pad,
+                                                         runs_on_host_v<ExecSpace> ? 16 : 1};
+  Kokkos::parallel_for("kcnn::conv2d::winograd::filter_transform", Range(space, 0, filters.items()),
+                       filters);
+
+  const WinogradTileGrid grid{plan.tiles_h, plan.tiles_w, plan.tile};
+  const Bias* bias_data = pb.has_bias ? bias.data() : nullptr;
+  const auto bias_stride = static_cast<std::int64_t>(bias.stride(0));
+  const LogicalStrides xs = logical_strides<L>(x), ys = logical_strides<L>(y);
+
+  if constexpr (runs_on_host_v<ExecSpace>) {
+    if (plan.host_blocked) {
+      Kokkos::Experimental::UniqueToken<ExecSpace> token(space);
+      throw_if(token.size() > plan.slots, "kcnn::conv2d_forward",
+               "internal error: Winograd planned ", plan.slots, " host slots for ", token.size(),
+               " threads");
+      using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>,
+                                         Kokkos::IndexType<std::int64_t>>;
+      Kokkos::parallel_for("kcnn::conv2d::winograd::host_blocks",
+                           Policy(space, 0, plan.chunks).set_chunk_size(1),
+                           WinogradHostBlocks<L, Tile, T, Acc, Bias, Y, ExecSpace>{
+                               x.data(),     xs,           u,
+                               y.data(),     ys,           bias_data,
+                               bias_stride,  grid,         pb.C,
+                               pb.H,         pb.W,         pb.M,
+                               pb.P,         pb.Q,         plan.m_pad,
+                               pb.pad_h,     pb.pad_w,     pb.activation,
+                               token,        slots,        plan.slot_bytes(),
+                               plan.v_bytes, plan.z_bytes, plan.chunk_tiles,
+                               plan.tiles});
+      return;
+    }
+  }
+
+  Acc* v = reinterpret_cast<Acc*>(slots);
+  Acc* z = reinterpret_cast<Acc*>(slots + plan.v_bytes);
+  WinogradInputTransform<L, Tile, T, Acc> in{x.data(), xs, v, grid,     pb.C,    pb.H,
+                                             pb.W,     0,  0, pb.pad_h, pb.pad_w};
+  WinogradOutputTransform<L, Tile, Acc, Bias, Y> out{
+      z, y.data(), ys, bias_data, bias_stride, grid, pb.M, pb.P, pb.Q, 0, 0, pb.activation};
+  using Matrix = GemmMatrix<ExecSpace, Acc>;
+  using ConstMatrix = GemmMatrix<ExecSpace, const Acc>;
+  const std::int64_t M = pb.M, C = pb.C;
+  for (std::int64_t t0 = 0; t0 < plan.tiles; t0 += plan.chunk_tiles) {
+    const std::int64_t nt = std::min(plan.chunk_tiles, plan.tiles - t0);
+    in.t0 = out.t0 = t0;
+    in.nt = out.nt = nt;
+    Kokkos::parallel_for("kcnn::conv2d::winograd::input_transform", Range(space, 0, C * nt), in);
+    for (int xi = 0; xi < a2; ++xi) {
+      const Acc* uxi = u + xi * winograd_plane(M * C);
+      const Acc* vxi = v + xi * winograd_plane(C * nt);
+      Acc* zxi = z + xi * winograd_plane(M * nt);
+      if constexpr (L == Layout::NCHW) {  // Z (M x nt) = U (M x C) V (C x nt)
+        gemm(space, "N", "N", Acc(1), ConstMatrix(uxi, M, C), ConstMatrix(vxi, C, nt), Acc(0),
+             Matrix(zxi, M, nt), GemmMath::Strict);
+      } else {  // Z (nt x M) = V (nt x C) U (C x M)
+        gemm(space, "N", "N", Acc(1), ConstMatrix(vxi, nt, C), ConstMatrix(uxi, C, M), Acc(0),
+             Matrix(zxi, nt, M), GemmMath::Strict);
+      }
+    }
+    Kokkos::parallel_for("kcnn::conv2d::winograd::output_transform", Range(space, 0, M * nt), out);
+  }
+}
+
+/// Runs ConvAlgo::Winograd (with LaunchMode::Check: only plans, which tests its limits);
+/// `pb` has been validated against the Views. Returns the workspace bytes the run takes.
+template <class ExecSpace, class XView, class WView, class BView, class YView>
+std::size_t conv2d_winograd(const ExecSpace& space, const XView& x, const WView& w,
+                            const BView& bias, const YView& y, const Conv2dProblem& pb,
+                            const WinogradTuning& tuning = {}, LaunchMode mode = LaunchMode::Run) {
+  using Acc = compute_t<view_scalar_t<XView>>;
+  const char* op = "kcnn::conv2d_forward";
+  if (auto reason = winograd_geometry_reason(pb)) throw_if(true, op, *reason);
+  int threads = 1;
+  if constexpr (runs_on_host_v<ExecSpace>) {
+    threads = Kokkos::Experimental::UniqueToken<ExecSpace>(space).size();
+  }
+  const WinogradPlan plan =
+      plan_winograd(op, pb, sizeof(Acc), pb.workspace_limit_bytes, runs_on_host_v<ExecSpace>,
+                    HostVector<Acc>::lanes, threads, tuning);
+  if (mode == LaunchMode::Check) return plan.workspace_bytes();
+  auto run = [&](auto layout_tag, auto tile_tag) {
+    conv2d_winograd_run<decltype(layout_tag)::value, decltype(tile_tag)::value>(space, x, w, bias,
+                                                                                y, pb, plan);
+  };
+  using NCHW = std::integral_constant<Layout, Layout::NCHW>;
+  using NHWC = std::integral_constant<Layout, Layout::NHWC>;
+  using F2 = std::integral_constant<int, 2>;
+  using F4 = std::integral_constant<int, 4>;
+  if (pb.layout == Layout::NCHW) {
+    plan.tile == 2 ? run(NCHW{}, F2{}) : run(NCHW{}, F4{});
+  } else {
+    plan.tile == 2 ? run(NHWC{}, F2{}) : run(NHWC{}, F4{});
+  }
+  return plan.workspace_bytes();
+}
+
+}  // namespace kcnn::Impl

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// ConvAlgo::Winograd beyond the shared forward tests: both tiles (F(2x2,3x3),
+// F(4x4,3x3)) forced on both pipelines (the host's blocked one, the staged one the GPUs
+// run) with blocks of one tile up to all of them, on shapes at every tile and vector
+// edge; the error bound against the magnitude of the products; the tile the planner
+// picks; refusals with their reasons, nothing written.
+#include "test_support.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace kcnn_test {
+namespace {
+
+using kcnn::Activation;
+using kcnn::ConvAlgo;
+using kcnn::Layout;
+namespace Impl = kcnn::Impl;
+
+template <class T, class Space>
+struct Problem {
+  ConvCase c;
+  std::vector<double> xv, wv, bv;
+  Tensor4<T, Space> x, w, y;
+  Tensor1<T, Space> bias;
+
+  explicit Problem(const ConvCase& cc)
+      : c(cc),
+        xv(random_values(product(cc.x_extents()), 71)),
+        wv(random_values(product(cc.w_extents()), 72)),
+        bv(random_values(cc.M, 73)),
+        x(make_tensor<T, Space>("x", cc.x_extents(), xv)),
+        w(make_tensor<T, Space>("w", cc.w_extents(), wv)),
+        bias(make_vector<T, Space>("bias", cc.bias ? bv : std::vector<double>{})) {
+    const auto e = cc.y_extents();
+    y = Tensor4<T, Space>("y", e[0], e[1], e[2], e[3]);
+    poison(y);
+  }
+  kcnn::Impl::Conv2dProblem problem(std::size_t limit = kcnn::default_workspace_limit) const {
+    auto params = c.params();
+    params.algo = ConvAlgo::Winograd;
+    params.workspace_limit_bytes = limit;
+    return Impl::make_conv2d_problem("test", x, w, bias, y, params);
+  }
+  /// Runs the Winograd pipeline with `tuning`; returns the plan it followed.
+  Impl::WinogradPlan run(const Space& space, const Impl::WinogradTuning& tuning,
+                         std::size_t limit = kcnn::default_workspace_limit) {
+    const auto pb = problem(limit);
+    Impl::conv2d_winograd(space, x, w, bias, y, pb, tuning);
+    space.fence();
+    int threads = 1;
+    if constexpr (Impl::runs_on_host_v<Space>)
+      threads = Kokkos::Experimental::UniqueToken<Space>(space).size();
+    return Impl::plan_winograd("test", pb, sizeof(kcnn::Impl::compute_t<T>), limit,
+                               Impl::runs_on_host_v<Space>,
+                               Impl::HostVector<kcnn::Impl::compute_t<T>>::lanes, threads, tuning);
+  }
+};
+
+/// Shapes at the edges of the tiles (output extents 1 to 4 past a multiple of 2 and 4),
+/// of the host vectors (channel and filter counts 1, 7, 8, 9, 17, 33 around 8 and 16
+/// lanes), of the tile blocks (tile counts that leave a partial block), batch 1 and
+/// several, padding 0, 1 and 2 (wider than the filter's half: whole tiles of zeros).
+std::vector<ConvCase> winograd_shapes() {
+  // name, N, C, H, W, M, R, S, stride h/w, pad h/w
+  return {
+      {"c1_m1_tiny", 1, 1, 3, 3, 1, 3, 3},
+      {"p1_q1_pad1", 1, 2, 1, 1, 3, 3, 3, 1, 1, 1, 1},
+      {"p5_q6", 2, 3, 7, 8, 5, 3, 3},
+      {"p7_q9_pad1", 1, 7, 7, 9, 9, 3, 3, 1, 1, 1, 1},
+      {"p13_q11_pad2", 3, 9, 11, 9, 8, 3, 3, 1, 1, 2, 2},
+      {"c8_m17", 2, 8, 10, 14, 17, 3, 3, 1, 1, 1, 1},
+      {"c17_m8", 1, 17, 12, 12, 8, 3, 3, 1, 1, 0, 1},
+      {"c33_m33", 2, 33, 9, 10, 33, 3, 3, 1, 1, 1, 1},
+      {"many_tiles", 4, 5, 30, 26, 6, 3, 3, 1, 1, 1, 1},
+  };
+}
+
+struct ForcedParam {
+  ConvCase c;
+  int tile;
+  bool host_blocked;
+  std::size_t block_bytes;
+  Backend backend;
+};
+
+void PrintTo(const ForcedParam& p, std::ostream* os) {
+  *os << p.c.name;
+}
+
+std::string forced_name(const ::testing::TestParamInfo<ForcedParam>& info) {
+  const auto& p = info.param;
+  return p.c.name + "_" + kcnn::to_string(p.c.layout) + "_F" + std::to_string(p.tile) +
+         (p.host_blocked ? "_blocked" + std::to_string(p.block_bytes) : "_staged") + "_" +
+         backend_name(p.backend);
+}
+
+std::vector<ForcedParam> forced_params() {
+  const Activation acts[] = {Activation::ReLU, Activation::Identity, Activation::Tanh,
+                             Activation::Sigmoid};
+  std::vector<ForcedParam> list;
+  int i = 0;
+  for (const auto& base : winograd_shapes())
+    for (Layout layout : {Layout::NCHW, Layout::NHWC})
+      for (int tile : {2, 4}) {
+        ConvCase c = base;
+        c.layout = layout;
+        c.activation = acts[i % 4];
+        c.bias = (i / 4) % 2 == 0;
+        ++i;
+        for (Backend b : backends()) {
+          list.push_back({c, tile, false, 0, b});
+          // Blocks of the fewest tiles (one vector of them) and of the default size.
+          list.push_back({c, tile, true, 1, b});
+          list.push_back({c, tile, true, Impl::WinogradTuning{}.host_block_bytes, b});
+        }
+      }
+  return list;
+}
+
+class WinogradForced : public ::testing::TestWithParam<ForcedParam> {};
+
+TEST_P(WinogradForced, MatchesDoubleReference) {
+  const auto& p = GetParam();
+  with_backend(p.backend, [&](const auto& space) {
+    using Space = std::decay_t<decltype(space)>;
+    Impl::WinogradTuning tuning;
+    tuning.tile = p.tile;
+    tuning.host_blocked = p.host_blocked;
+    tuning.host_block_bytes = p.block_bytes;
+    auto check = [&](auto type_tag) {
+      using T = decltype(type_tag);
+      SCOPED_TRACE((std::is_same_v<T, float> ? "float" : "double"));
+      Problem<T, Space> pr(p.c);
+      const auto plan = pr.run(space, tuning);
+      EXPECT_EQ(plan.tile, p.tile);
+      EXPECT_EQ(plan.host_blocked, p.host_blocked && Impl::runs_on_host_v<Space>);
+      const double err =
+          relative_error(to_host(pr.y), pr.c.bias ? host_conv2d(p.c, pr.xv, pr.wv, pr.bv)
+                                                  : host_conv2d(p.c, pr.xv, pr.wv, {}));
+      EXPECT_LE(err, tolerance<T>()) << "relative error " << err;
+    };
+    check(float{});
+    check(double{});
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, WinogradForced, ::testing::ValuesIn(forced_params()), forced_name);
+
+/// The error bound the tile choice rests on (winograd.hpp): every output within
+/// bound x sum_k |w_k x_k| of the exact convolution of the same float inputs, F(4x4)
+/// 2^-16 and F(2x2) 2^-19, up to 1,024 channels (measured: at most 1.4e-5 and 6.6e-7,
+/// the largest at C = 1, where a sum has 9 terms; 1.4e-6 and 1e-7 from 4 channels on).
+TEST(WinogradAccuracy, ErrorWithinTheBoundOfItsTile) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  for (int C : {1, 16, 256, 1024})
+    for (int tile : {2, 4}) {
+      SCOPED_TRACE("C = " + std::to_string(C) + ", F" + std::to_string(tile));
+      ConvCase c{"bound", 1, C, 9, 10, 4, 3, 3, 1, 1, 1, 1};
+      c.layout = Layout::NHWC;
+      Problem<float, Space> pr(c);
+      Impl::WinogradTuning tuning;
+      tuning.tile = tile;
+      pr.run(Space(), tuning);
+      // The reference from the float-rounded inputs, and the magnitude sum_k |w_k x_k|.
+      std::vector<double> xf(pr.xv.size()), wf(pr.wv.size()), xa(pr.xv.size()), wa(pr.wv.size());
+      for (std::size_t i = 0; i < xf.size(); ++i)
+        xf[i] = double(float(pr.xv[i])), xa[i] = std::abs(xf[i]);
+      for (std::size_t i = 0; i < wf.size(); ++i)
+        wf[i] = double(float(pr.wv[i])), wa[i] = std::abs(wf[i]);
+      const auto want = host_conv2d(c, xf, wf, {});
+      const auto scale = host_conv2d(c, xa, wa, {});
+      const auto got = to_host(pr.y);
+      const double bound = std::ldexp(1.0, tile == 4 ? -16 : -19);
+      double worst = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        ASSERT_TRUE(std::isfinite(got[i]));
+        worst = std::max(worst, std::abs(got[i] - want[i]) / scale[i]);
+      }
+      EXPECT_LE(worst, bound);
+    }
+}
+
+// F(4x4) wherever its error is within the Strict tolerance (measured to 4,096 channels:
+// at most 4e-5 of the output's magnitude), F(2x2) beyond.
+TEST(WinogradPlan, TileFollowsTheReductionLength) {
+  Impl::Conv2dProblem pb;
+  pb.R = pb.S = 3;
+  for (std::int64_t C : {1, 64, 4096}) {
+    pb.C = C;
+    EXPECT_EQ(Impl::winograd_tile(pb), 4) << C;
+  }
+  pb.C = 4097;
+  EXPECT_EQ(Impl::winograd_tile(pb), 2);
+}
+
+/// conv2d_forward with ConvAlgo::Winograd on case c must throw kcnn::Error naming
+/// `reason` and leave y as it was.
+template <class T>
+void expect_refusal(const ConvCase& c, const std::string& reason, std::size_t limit = 0) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  Problem<T, Space> pr(c);
+  auto params = c.params();
+  params.algo = ConvAlgo::Winograd;
+  params.workspace_limit_bytes = limit;
+  try {
+    kcnn::conv2d_forward(Space(), pr.x, pr.w, pr.y, params);
+    ADD_FAILURE() << c.name << ": no kcnn::Error";
+  } catch (const kcnn::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+  }
+  Space().fence();
+  EXPECT_TRUE(all_nan(to_host(pr.y))) << "a refused call wrote y";
+}
+
+TEST(WinogradRefuses, OtherGeometriesWithTheirReason) {
+  expect_refusal<float>({"k5", 1, 2, 9, 9, 3, 5, 5}, "3x3 filters only (this filter is 5x5)");
+  expect_refusal<float>({"k1x3", 1, 2, 9, 9, 3, 1, 3}, "3x3 filters only (this filter is 1x3)");
+  expect_refusal<double>({"stride2", 1, 2, 9, 9, 3, 3, 3, 2, 2}, "stride 1 only (stride 2x2)");
+  expect_refusal<float>({"stride1x3", 1, 2, 9, 9, 3, 3, 3, 1, 3}, "stride 1 only (stride 1x3)");
+  expect_refusal<float>({"dilation2", 1, 2, 9, 9, 3, 3, 3, 1, 1, 0, 0, 2, 2},
+                        "undilated filters only (dilation 2x2)");
+}
+
+TEST(WinogradRefuses, AWorkspaceLimitBelowTheTransformedFilters) {
+  // 64 x 64 filters transform to 36 x 64 x 64 floats (590 KB) with F(4x4).
+  expect_refusal<float>({"budget", 1, 64, 8, 8, 64, 3, 3, 1, 1, 1, 1}, "workspace limit", 4096);
+}
+
+// The plan's blocks: whole vectors of tiles, every tile in one block, the slots the
+// threads need; the staged pipeline (GPUs) one chunk within the budget.
+TEST(WinogradPlan, BlocksCoverEveryTile) {
+  Impl::Conv2dProblem pb;
+  pb.N = 3, pb.C = 20, pb.H = pb.W = 30, pb.M = 24, pb.R = pb.S = 3, pb.P = pb.Q = 28;
+  pb.layout = Layout::NCHW;
+  for (bool host : {true, false})
+    for (std::size_t block : {std::size_t(1), std::size_t(1) << 16, std::size_t(1) << 20}) {
+      Impl::WinogradTuning tuning;
+      tuning.host_block_bytes = block;
+      const auto plan =
+          Impl::plan_winograd("test", pb, sizeof(float), std::size_t(1) << 30, host, 8, 2, tuning);
+      EXPECT_EQ(plan.tiles, 3 * 7 * 7);
+      EXPECT_GE(plan.chunk_tiles * plan.chunks, plan.tiles);
+      EXPECT_LT(plan.chunk_tiles * (plan.chunks - 1), plan.tiles);
+      if (host) {
+        EXPECT_EQ(plan.slots, 2);
+        EXPECT_TRUE(plan.chunk_tiles % 8 == 0 || plan.chunks == 1 ||
+                    plan.chunk_tiles * plan.slots >= plan.tiles);
+      } else {
+        EXPECT_EQ(plan.chunks, 1);
+      }
+    }
+}
+
+// Winograd has no TF32 arithmetic: under TF32 and TF32x3 its float GEMMs are the strict
+// ones (cuBLAS without tensor-core math on GPUs), so the results are the Strict call's,
+// bit for bit.
+TEST(WinogradMathModes, Tf32ComputesStrictly) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  ConvCase c{"math", 2, 24, 11, 13, 20, 3, 3, 1, 1, 1, 1};
+  for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+    c.layout = layout;
+    std::vector<std::vector<double>> results;
+    for (kcnn::MathMode math :
+         {kcnn::MathMode::Strict, kcnn::MathMode::TF32, kcnn::MathMode::TF32x3}) {
+      Problem<float, Space> pr(c);
+      auto params = c.params();
+      params.algo = ConvAlgo::Winograd;
+      params.math = math;
+      kcnn::conv2d_forward(Space(), pr.x, pr.w, pr.y, params);
+      Space().fence();
+      results.push_back(to_host(pr.y));
+      EXPECT_LE(relative_error(results.back(), host_conv2d(c, pr.xv, pr.wv, {})),
+                tolerance<float>());
+    }
+    EXPECT_EQ(results[0], results[1]) << kcnn::to_string(layout);
+    EXPECT_EQ(results[0], results[2]) << kcnn::to_string(layout);
+  }
+}
+
+}  // namespace
+}  // namespace kcnn_test
