@@ -23,14 +23,14 @@
 ///    caches; a thread takes a block, transforms its patches into its own slot of the
 ///    workspace, runs the alpha^2 GEMMs on a register-blocked micro-kernel and
 ///    transforms the products into y. Nothing transform-domain leaves the thread's caches.
-///  - Device backends: per chunk of tiles, an input-transform
-///    kernel, the alpha^2 GEMMs (cuBLAS, strict arithmetic) and an output-transform
-///    kernel with bias and activation, in the workspace. The fused GPU kernel of issue 21
-///    (transforms inside the GEMM's loader and epilogue) is not written yet.
+///  - Device backends: per chunk of tiles, an input-transform kernel, the alpha^2 GEMMs
+///    (cuBLAS, strict arithmetic) and an output-transform kernel with bias and
+///    activation, in the workspace. The fused GPU kernel of issue 21 (transforms inside
+///    the GEMM's loader and epilogue) is not written yet.
 ///
 /// Accuracy: the transforms' constants enlarge the rounding error (Barabasz et al.
-/// 2018); the bound each tile meets is in winograd_error_bound (measured; see
-/// test_conv2d_winograd.cpp).
+/// 2018); the bound each tile meets and the tile choice it sets are at
+/// kWinogradF4MaxChannels below (measured; test_conv2d_winograd.cpp checks the bound).
 #pragma once
 
 #include <Kokkos_Core.hpp>
