@@ -114,10 +114,13 @@ constexpr void static_check_conv2d_views() {
 /// on one thread (input transform, 36 GEMMs on a register-blocked micro-kernel, output
 /// transform with bias and activation, within its caches); GPUs run an input-transform
 /// kernel, 36 cuBLAS GEMMs (strict fp32 or fp64) and an output-transform kernel per
-/// chunk of tiles in the workspace. Its pooling is a second pass. Accuracy: every
-/// output is within 2^-16 (F(4x4); F(2x2): 2^-19) of sum_k |w_k x_k| of the exact
-/// result, about 10x the rounding of a direct sum; on random inputs at most 4e-5 of the
-/// output's magnitude at 4,096 channels. 16-bit tensors transform and multiply in float.
+/// chunk of tiles in the workspace. Its pooling is a second pass. Accuracy (measured on
+/// random inputs): every output within 2^-16 (F(4x4); F(2x2): 2^-19) of sum_k |w_k x_k|
+/// of the exact result, about 10x the rounding of a direct sum; at most 4e-5 of the
+/// output's magnitude at 4,096 channels. An output's error depends on its tile's whole
+/// 6x6 input patch, not only on its window, and a non-finite input value makes every
+/// output of the tiles whose patches hold it non-finite (a direct convolution: only the
+/// outputs whose windows hold it). 16-bit tensors transform and multiply in float.
 ///
 /// params.math (MathMode) is the precision the call may give up: TF32 and TF32x3 need
 /// float tensors (double tensors with them throw kcnn::Error); the algorithms without

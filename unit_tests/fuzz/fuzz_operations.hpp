@@ -26,7 +26,7 @@ int fuzz_conv2d_forward(Draw& d, bool fused) {
   v.require(p.math == kcnn::MathMode::Strict || std::is_same_v<T, float>,
             "a TF32 math mode with non-float tensors");
   const int algo = static_cast<int>(p.algo);
-  v.require(algo >= 0 && algo <= 5, "unknown algorithm");
+  v.require(algo >= 0 && algo <= 6, "unknown algorithm");
   if (fused) require_pool_params(v, *p.pool), v.require(p.pool->layout == p.layout, "pool layout");
   v.require(C >= 1, "C < 1");
   v.require(wC == C, "channel mismatch");
@@ -93,9 +93,31 @@ int fuzz_conv2d_forward(Draw& d, bool fused) {
         auto bound =
             kcnn_test::host_conv2d(unbiased, magnitudes(x.values), magnitudes(w.values), {});
         const std::size_t PQ = std::size_t(P * Q);
+        // Winograd (asked for, or Auto's pick on its geometry) has a bound of its own.
+        const bool winograd_geometry = R == 3 && S == 3 && p.stride_h == 1 && p.stride_w == 1 &&
+                                       p.dilation_h == 1 && p.dilation_w == 1;
+        const bool maybe_winograd = winograd_geometry && (p.algo == kcnn::ConvAlgo::Winograd ||
+                                                          p.algo == kcnn::ConvAlgo::Auto);
+        // Winograd's magnitude per filter: sum_c max|x_c| * sum_rs |w_mc| (values in the
+        // layout's order: x (N, C, H, W) or (N, H, W, C), w (M, C, R, S) or (M, R, S, C)).
+        std::vector<double> winograd_mag(maybe_winograd ? M : 0, 0.0);
+        if (maybe_winograd) {
+          std::vector<double> x_max(C, 0.0);
+          for (std::size_t i = 0; i < x.values.size(); ++i) {
+            const std::size_t ch = c.nhwc() ? i % C : (i / (H * W)) % C;
+            x_max[ch] = std::max(x_max[ch], std::abs(x.values[i]));
+          }
+          for (std::size_t i = 0; i < w.values.size(); ++i) {
+            const std::size_t m = i / (C * R * S);
+            const std::size_t ch = c.nhwc() ? i % C : (i / (R * S)) % C;
+            winograd_mag[m] += x_max[ch] * std::abs(w.values[i]);
+          }
+        }
         for (std::size_t i = 0; i < bound.size(); ++i) {
           const std::size_t m = c.nhwc() ? i % M : (i / PQ) % M;
-          bound[i] = sum_bound(u, K, bound[i] + (c.bias ? std::abs(bias.values[m]) : 0.0)) +
+          const double b = c.bias ? std::abs(bias.values[m]) : 0.0;
+          bound[i] = std::max(sum_bound(u, K, bound[i] + b),
+                              maybe_winograd ? winograd_bound(u, K, winograd_mag[m] + b) : 0.0) +
                      8 * u * std::max(1.0, std::abs(conv[i]));
         }
         if (!fused) return compare(op, "y", read(y), conv, bound);
