@@ -79,8 +79,6 @@ std::vector<ConvCase> winograd_shapes() {
 struct ForcedParam {
   ConvCase c;
   int tile;
-  bool host_blocked;
-  std::size_t block_bytes;
   Backend backend;
 };
 
@@ -90,8 +88,7 @@ void PrintTo(const ForcedParam& p, std::ostream* os) {
 
 std::string forced_name(const ::testing::TestParamInfo<ForcedParam>& info) {
   const auto& p = info.param;
-  return p.c.name + "_" + kcnn::to_string(p.c.layout) + "_F" + std::to_string(p.tile) +
-         (p.host_blocked ? "_blocked" + std::to_string(p.block_bytes) : "_staged") + "_" +
+  return p.c.name + "_" + kcnn::to_string(p.c.layout) + "_F" + std::to_string(p.tile) + "_" +
          backend_name(p.backend);
 }
 
@@ -108,40 +105,45 @@ std::vector<ForcedParam> forced_params() {
         c.activation = acts[i % 4];
         c.bias = (i / 4) % 2 == 0;
         ++i;
-        for (Backend b : backends()) {
-          list.push_back({c, tile, false, 0, b});
-          // Blocks of the fewest tiles (one vector of them) and of the default size.
-          list.push_back({c, tile, true, 1, b});
-          list.push_back({c, tile, true, Impl::WinogradTuning{}.host_block_bytes, b});
-        }
+        for (Backend b : backends())
+          list.push_back({c, tile, b});
       }
   return list;
 }
 
 class WinogradForced : public ::testing::TestWithParam<ForcedParam> {};
 
+// Each case on the staged pipeline (the GPUs') and on the host's blocked one with blocks
+// of the fewest tiles (one vector of them) and of the default size; one test per case,
+// so that CTest starts a third as many processes.
 TEST_P(WinogradForced, MatchesDoubleReference) {
   const auto& p = GetParam();
   with_backend(p.backend, [&](const auto& space) {
     using Space = std::decay_t<decltype(space)>;
-    Impl::WinogradTuning tuning;
-    tuning.tile = p.tile;
-    tuning.host_blocked = p.host_blocked;
-    tuning.host_block_bytes = p.block_bytes;
-    auto check = [&](auto type_tag) {
-      using T = decltype(type_tag);
-      SCOPED_TRACE((std::is_same_v<T, float> ? "float" : "double"));
-      Problem<T, Space> pr(p.c);
-      const auto plan = pr.run(space, tuning);
-      EXPECT_EQ(plan.tile, p.tile);
-      EXPECT_EQ(plan.host_blocked, p.host_blocked && Impl::runs_on_host_v<Space>);
-      const double err =
-          relative_error(to_host(pr.y), pr.c.bias ? host_conv2d(p.c, pr.xv, pr.wv, pr.bv)
-                                                  : host_conv2d(p.c, pr.xv, pr.wv, {}));
-      EXPECT_LE(err, tolerance<T>()) << "relative error " << err;
-    };
-    check(float{});
-    check(double{});
+    const std::pair<bool, std::size_t> pipelines[] = {
+        {false, 0}, {true, 1}, {true, Impl::WinogradTuning{}.host_block_bytes}};
+    for (const auto& [host_blocked, block_bytes] : pipelines) {
+      SCOPED_TRACE(host_blocked ? "blocked, " + std::to_string(block_bytes) + " bytes"
+                                : std::string("staged"));
+      Impl::WinogradTuning tuning;
+      tuning.tile = p.tile;
+      tuning.host_blocked = host_blocked;
+      tuning.host_block_bytes = block_bytes;
+      auto check = [&](auto type_tag) {
+        using T = decltype(type_tag);
+        SCOPED_TRACE((std::is_same_v<T, float> ? "float" : "double"));
+        Problem<T, Space> pr(p.c);
+        const auto plan = pr.run(space, tuning);
+        EXPECT_EQ(plan.tile, p.tile);
+        EXPECT_EQ(plan.host_blocked, host_blocked && Impl::runs_on_host_v<Space>);
+        const double err =
+            relative_error(to_host(pr.y), pr.c.bias ? host_conv2d(p.c, pr.xv, pr.wv, pr.bv)
+                                                    : host_conv2d(p.c, pr.xv, pr.wv, {}));
+        EXPECT_LE(err, tolerance<T>()) << "relative error " << err;
+      };
+      check(float{});
+      check(double{});
+    }
   });
 }
 
