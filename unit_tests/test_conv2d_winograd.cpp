@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // ConvAlgo::Winograd beyond the shared forward tests: both tiles (F(2x2,3x3),
-// F(4x4,3x3)) forced on both pipelines (the host's blocked one, the staged one the GPUs
-// run) with blocks of one tile up to all of them, on shapes at every tile and vector
-// edge; the error bound against the magnitude of the products; the tile the planner
-// picks; refusals with their reasons, nothing written.
+// F(4x4,3x3)) forced on every pipeline (the host's blocked one with blocks of one tile up
+// to all of them, the staged one, the GPUs' fused F(2x2) kernel), on shapes at every
+// tile, vector and team-block edge; the error bound against the magnitude of the
+// products; the tile the planner picks; refusals with their reasons, nothing written.
 #include "test_support.hpp"
 
 #include <cmath>
@@ -53,7 +53,8 @@ struct Problem {
       threads = Kokkos::Experimental::UniqueToken<Space>(space).size();
     return Impl::plan_winograd("test", pb, sizeof(kcnn::Impl::compute_t<T>), limit,
                                Impl::runs_on_host_v<Space>,
-                               Impl::HostVector<kcnn::Impl::compute_t<T>>::lanes, threads, tuning);
+                               Impl::HostVector<kcnn::Impl::compute_t<T>>::lanes, threads, tuning,
+                               Impl::winograd_fusable<T>);
   }
 };
 
@@ -73,6 +74,9 @@ std::vector<ConvCase> winograd_shapes() {
       {"c17_m8", 1, 17, 12, 12, 8, 3, 3, 1, 1, 0, 1},
       {"c33_m33", 2, 33, 9, 10, 33, 3, 3, 1, 1, 1, 1},
       {"many_tiles", 4, 5, 30, 26, 6, 3, 3, 1, 1, 1, 1},
+      // The fused GPU kernel's team blocks: 64 filters x 32 tiles, 2 channels a step.
+      {"m65_c3_tiles33", 1, 3, 12, 22, 65, 3, 3, 1, 1, 1, 1},
+      {"m129_c5_tiles70", 2, 5, 14, 20, 129, 3, 3, 1, 1, 0, 0},
   };
 }
 
@@ -113,29 +117,36 @@ std::vector<ForcedParam> forced_params() {
 
 class WinogradForced : public ::testing::TestWithParam<ForcedParam> {};
 
-// Each case on the staged pipeline (the GPUs') and on the host's blocked one with blocks
-// of the fewest tiles (one vector of them) and of the default size; one test per case,
-// so that CTest starts a third as many processes.
+// Each case on the staged pipeline and on the host's blocked one with blocks of the
+// fewest tiles (one vector of them) and of the default size, or on GPUs the fused kernel
+// (float, F(2x2)); one test per case, so that CTest starts a third as many processes.
 TEST_P(WinogradForced, MatchesDoubleReference) {
   const auto& p = GetParam();
   with_backend(p.backend, [&](const auto& space) {
     using Space = std::decay_t<decltype(space)>;
+    constexpr bool host = Impl::runs_on_host_v<Space>;
     const std::pair<bool, std::size_t> pipelines[] = {
         {false, 0}, {true, 1}, {true, Impl::WinogradTuning{}.host_block_bytes}};
-    for (const auto& [host_blocked, block_bytes] : pipelines) {
-      SCOPED_TRACE(host_blocked ? "blocked, " + std::to_string(block_bytes) + " bytes"
-                                : std::string("staged"));
+    for (const auto& [not_staged, block_bytes] : pipelines) {
+      // GPUs: the second and third runs are the fused kernel's.
+      if (!host && not_staged && block_bytes == 1) continue;
+      SCOPED_TRACE(!not_staged ? std::string("staged")
+                   : host      ? "blocked, " + std::to_string(block_bytes) + " bytes"
+                               : std::string("fused"));
       Impl::WinogradTuning tuning;
       tuning.tile = p.tile;
-      tuning.host_blocked = host_blocked;
+      tuning.host_blocked = not_staged;
       tuning.host_block_bytes = block_bytes;
+      tuning.device_fused = not_staged;
       auto check = [&](auto type_tag) {
         using T = decltype(type_tag);
         SCOPED_TRACE((std::is_same_v<T, float> ? "float" : "double"));
         Problem<T, Space> pr(p.c);
         const auto plan = pr.run(space, tuning);
         EXPECT_EQ(plan.tile, p.tile);
-        EXPECT_EQ(plan.host_blocked, host_blocked && Impl::runs_on_host_v<Space>);
+        EXPECT_EQ(plan.host_blocked, not_staged && host);
+        EXPECT_EQ(plan.device_fused,
+                  not_staged && !host && p.tile == 2 && Impl::winograd_fusable<T>);
         const double err =
             relative_error(to_host(pr.y), pr.c.bias ? host_conv2d(p.c, pr.xv, pr.wv, pr.bv)
                                                     : host_conv2d(p.c, pr.xv, pr.wv, {}));

@@ -48,15 +48,15 @@ struct WinogradOrder {
   }
 };
 
-/// U[xi] = (G w(m, c) G^T)[xi] for m < m_pad (NHWC's rows hold m_pad >= M filters, the
-/// host pipeline's whole vectors, zeros past M; NCHW: m_pad = M). One item per block of
-/// `block` x `block` (m, c) pairs, walked in U's order (NCHW: c fastest, NHWC: m
-/// fastest) so that an item's writes to each of the alpha^2 planes are runs of `block`
-/// values and its reads of w runs of `block` channels (NHWC) or whole filters (NCHW).
-/// Hosts take blocks of 16: with one (m, c) per item, NHWC's reads of w were a cache line
-/// per value, 24 ms of the 512-channel layer's 49 (2 EPYC cores); with blocks of 8 each
-/// 64-byte line of U was written by two items far apart, read for ownership twice (17 of
-/// 39 ms). GPUs take blocks of 1 (enough items for the device).
+/// U[xi] = (G w(m, c) G^T)[xi] for m < m_pad and c < c_pad (NHWC's rows hold m_pad >= M
+/// filters, the host pipeline's whole vectors and the fused GPU kernel's whole blocks,
+/// zeros past M; its c_pad >= C rows are zeros past C; NCHW: m_pad = M, c_pad = C). One item per
+/// block of `block` x `block` (m, c) pairs, walked in U's order (NCHW: c fastest, NHWC: m fastest)
+/// so that an item's writes to each of the alpha^2 planes are runs of `block` values and its reads
+/// of w runs of `block` channels (NHWC) or whole filters (NCHW). Hosts take blocks of 16: with one
+/// (m, c) per item, NHWC's reads of w were a cache line per value, 24 ms of the 512-channel layer's
+/// 49 (2 EPYC cores); with blocks of 8 each 64-byte line of U was written by two items far apart,
+/// read for ownership twice (17 of 39 ms). GPUs take blocks of 1 (enough items for the device).
 template <Layout L, int Tile, class T, class Acc>
 struct WinogradFilterTransform {
   using Transform = WinogradTransform2D<WinogradF3<Tile>>;
@@ -66,16 +66,27 @@ struct WinogradFilterTransform {
   Acc* u;
   std::int64_t M, C, m_pad;
   int block;
+  std::int64_t c_pad;
 
   /// Items for the whole of U.
-  std::int64_t items() const { return ((m_pad + block - 1) / block) * ((C + block - 1) / block); }
+  std::int64_t items() const {
+    return ((m_pad + block - 1) / block) * ((c_pad + block - 1) / block);
+  }
 
   KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i) const {
-    const std::int64_t c_blocks = (C + block - 1) / block;
-    const std::int64_t mb = i / c_blocks, cb = i - mb * c_blocks;
+    // Items walk U's order: NHWC's blocks of one channel row are neighbours (on a GPU,
+    // block 1, a warp's writes are one run of filters), NCHW's of one filter row.
+    const std::int64_t c_blocks = (c_pad + block - 1) / block;
+    const std::int64_t m_blocks = (m_pad + block - 1) / block;
+    std::int64_t mb, cb;
+    if (L == Layout::NHWC && block == 1) {
+      cb = i / m_blocks, mb = i - cb * m_blocks;
+    } else {
+      mb = i / c_blocks, cb = i - mb * c_blocks;
+    }
     const std::int64_t m0 = mb * block, c0 = cb * block;
     const std::int64_t m_end = m0 + block < m_pad ? m0 + block : m_pad;
-    const std::int64_t c_end = c0 + block < C ? c0 + block : C;
+    const std::int64_t c_end = c0 + block < c_pad ? c0 + block : c_pad;
     if constexpr (L == Layout::NCHW) {
       for (std::int64_t m = m0; m < m_end; ++m)
         for (std::int64_t c = c0; c < c_end; ++c)
@@ -88,12 +99,12 @@ struct WinogradFilterTransform {
   }
 
   KOKKOS_INLINE_FUNCTION void transform(const std::int64_t m, const std::int64_t c) const {
-    const std::int64_t plane = winograd_plane(m_pad * C);
-    const std::int64_t at = L == Layout::NCHW ? m * C + c : c * m_pad + m;
+    const std::int64_t plane = winograd_plane(m_pad * c_pad);
+    const std::int64_t at = L == Layout::NCHW ? m * c_pad + c : c * m_pad + m;
     Acc g[3][3], v[alpha][alpha];
     for (int r = 0; r < 3; ++r)
       for (int s = 0; s < 3; ++s)
-        g[r][s] = m < M ? to_compute(w[ws.offset(m, c, r, s)]) : Acc(0);
+        g[r][s] = m < M && c < C ? to_compute(w[ws.offset(m, c, r, s)]) : Acc(0);
     Transform::filter(g, v);
     for (int a = 0; a < alpha; ++a)
       for (int b = 0; b < alpha; ++b)

@@ -23,10 +23,13 @@
 ///    caches; a thread takes a block, transforms its patches into its own slot of the
 ///    workspace, runs the alpha^2 GEMMs on a register-blocked micro-kernel and
 ///    transforms the products into y. Nothing transform-domain leaves the thread's caches.
-///  - Device backends: per chunk of tiles, an input-transform kernel, the alpha^2 GEMMs
-///    (cuBLAS, strict arithmetic) and an output-transform kernel with bias and
-///    activation, in the workspace. The fused GPU kernel of issue 21 (transforms inside
-///    the GEMM's loader and epilogue) is not written yet.
+///  - Device backends, float tensors: F(2x2) in one fused kernel (device_fused.hpp:
+///    the input transform in the GEMMs' tile loader, the output transform, bias and
+///    activation in their epilogue; only U is in the workspace).
+///  - Device backends otherwise (double and 16-bit tensors, a forced F(4x4), or
+///    WinogradTuning::device_fused off): the staged pipeline, per chunk of tiles an input-transform
+///    kernel, the alpha^2 GEMMs (cuBLAS, strict arithmetic) and an output-transform kernel with
+///    bias and activation, in the workspace.
 ///
 /// Accuracy: the transforms' constants enlarge the rounding error (Barabasz et al.
 /// 2018); the bound each tile meets and the tile choice it sets are at
@@ -53,6 +56,7 @@
 #include "../../common/view_checks.hpp"
 #include "../../common/workspace_cache.hpp"
 #include "../../epilogue/bias_activation.hpp"
+#include "device_fused.hpp"
 #include "host_blocks.hpp"
 #include "kernels.hpp"
 #include "transforms.hpp"
@@ -68,6 +72,9 @@ struct WinogradTuning {
   std::size_t host_block_bytes = std::size_t(1) << 20;
   /// Host: transformed filters (U) from this size on size the blocks instead.
   std::size_t host_large_filters_bytes = std::size_t(4) << 20;
+  /// Device, float tensors: the fused F(2x2) kernel (with tile 0 or 2), else the staged
+  /// pipeline.
+  bool device_fused = true;
 };
 
 struct WinogradPlan {
@@ -76,6 +83,7 @@ struct WinogradPlan {
   std::int64_t tiles = 0;                 ///< over the batch
   std::int64_t chunk_tiles = 0, chunks = 0;
   bool host_blocked = false;
+  bool device_fused = false;  ///< device: the fused kernel (WinogradFusedFilterLayout U)
   int slots = 1;
   std::int64_t m_pad = 0;   ///< filters per row of NHWC's U and Z (host: whole vectors)
   int lanes = 1;            ///< host: the tiles of NCHW's V and Z rows are padded to these
@@ -113,14 +121,23 @@ inline std::optional<std::string> winograd_geometry_reason(const Conv2dProblem& 
   return {};
 }
 
+/// Whether device backends run the fused kernel for elements T: float. (The 16-bit types
+/// take the staged pipeline for now: each fused instantiation adds to the CUDA build,
+/// which CI's 60 minutes bound; double's 128 sums per thread would not fit registers.)
+template <class T>
+inline constexpr bool winograd_fusable = std::is_same_v<T, float>;
+
 /// Plans pb (geometry checked by the caller). Throws kcnn::Error when the workspace
 /// limit cannot hold the transformed filters and one tile's transform-domain values.
-/// host_lanes: the host vector's lanes of the compute type (host backends).
+/// host_lanes: the host vector's lanes of the compute type (host backends);
+/// fusable: winograd_fusable of the element type.
 inline WinogradPlan plan_winograd(const char* op, const Conv2dProblem& pb, std::size_t elem_bytes,
                                   std::size_t limit_bytes, bool host, int host_lanes,
-                                  int host_threads, const WinogradTuning& tuning) {
+                                  int host_threads, const WinogradTuning& tuning,
+                                  bool fusable = false) {
   WinogradPlan plan;
-  plan.tile = tuning.tile ? tuning.tile : winograd_tile(pb);
+  plan.device_fused = !host && fusable && tuning.device_fused && tuning.tile != 4;
+  plan.tile = tuning.tile ? tuning.tile : plan.device_fused ? 2 : winograd_tile(pb);
   throw_if(plan.tile != 2 && plan.tile != 4, op, "internal: Winograd tile ", plan.tile);
   plan.alpha = plan.tile + 2;
   const auto a2 = static_cast<std::int64_t>(plan.alpha * plan.alpha);
@@ -130,6 +147,24 @@ inline WinogradPlan plan_winograd(const char* op, const Conv2dProblem& pb, std::
   constexpr std::int64_t int_max = std::numeric_limits<int>::max();
   throw_if(pb.M > int_max || pb.C > int_max, op,
            "ConvAlgo::Winograd: the GEMMs take 32-bit extents (M = ", pb.M, ", C = ", pb.C, ")");
+  if (plan.device_fused) {
+    const auto f = WinogradFusedFilterLayout::of(pb.C, pb.M);
+    plan.m_pad = f.filters_pad;
+    plan.u_bytes = align_up(static_cast<std::size_t>(a2 * f.plane) * elem_bytes);
+    throw_if(plan.u_bytes + kScratchAlign > limit_bytes, op,
+             "ConvAlgo::Winograd: the workspace limit of ", limit_bytes,
+             " bytes is too small; this problem needs at least ", plan.u_bytes + kScratchAlign,
+             " bytes (the transformed filters)");
+    const std::int64_t league =
+        (pb.M + WinogradFusedShape::BK - 1) / WinogradFusedShape::BK *
+        ((plan.tiles + WinogradFusedShape::BN - 1) / WinogradFusedShape::BN);
+    throw_if(league > int_max, op, "ConvAlgo::Winograd: ", plan.tiles, " tiles of 2x2 outputs x ",
+             pb.M, " filters exceed the launch limit; split the batch");
+    plan.slots = 0;
+    plan.chunk_tiles = plan.tiles;
+    plan.chunks = 1;
+    return plan;
+  }
 
   plan.host_blocked = host && tuning.host_blocked;
   const bool nhwc = pb.layout == Layout::NHWC;
@@ -199,20 +234,73 @@ void conv2d_winograd_run(const ExecSpace& space, const XView& x, const WView& w,
   Acc* u = reinterpret_cast<Acc*>(base);
   unsigned char* slots = base + plan.u_bytes;
 
+  const WinogradTileGrid grid{plan.tiles_h, plan.tiles_w, plan.tile};
+  const Bias* bias_data = pb.has_bias ? bias.data() : nullptr;
+  const auto bias_stride = static_cast<std::int64_t>(bias.stride(0));
+  const LogicalStrides xs = logical_strides<L>(x), ys = logical_strides<L>(y);
+
+  if constexpr (!runs_on_host_v<ExecSpace> && Tile == 2 && std::is_same_v<T, float>) {
+    if (plan.device_fused) {
+      // U in the fused kernel's order ([xi][c][k], k fastest, whatever the layout).
+      const auto f = WinogradFusedFilterLayout::of(pb.C, pb.M);
+      const WinogradFilterTransform<Layout::NHWC, Tile, T, Acc> filters{
+          w.data(), logical_strides<L>(w), u, pb.M, pb.C, f.filters_pad, 1, f.channels_pad};
+      Kokkos::parallel_for("kcnn::conv2d::winograd::filter_transform",
+                           Range(space, 0, filters.items()), filters);
+      using Shape = WinogradFusedShape;
+      const int m_blocks = static_cast<int>(f.filters_pad / Shape::BK);
+      const auto league = static_cast<int>(m_blocks * ((plan.tiles + Shape::BN - 1) / Shape::BN));
+      using Policy = BoundedTeamPolicy<ExecSpace, Shape::threads, 1>;
+      throw_if(Shape::scratch_bytes > static_cast<std::size_t>(Policy::scratch_size_max(0)),
+               "kcnn::conv2d_forward", "ConvAlgo::Winograd: the fused kernel takes ",
+               Shape::scratch_bytes, " bytes of team scratch, more than the backend's ",
+               Policy::scratch_size_max(0));
+      auto launch = [&](auto unit_columns) {
+        using Kernel = WinogradFusedKernel<L, decltype(unit_columns)::value, ExecSpace, T, Bias, Y>;
+        Kokkos::parallel_for("kcnn::conv2d::winograd::fused",
+                             Policy(space, league, Shape::threads)
+                                 .set_scratch_size(0, Kokkos::PerTeam(Shape::scratch_bytes)),
+                             Kernel{x.data(),
+                                    xs,
+                                    u,
+                                    f.plane,
+                                    f.filters_pad,
+                                    y.data(),
+                                    ys,
+                                    bias_data,
+                                    bias_stride,
+                                    grid,
+                                    plan.tiles,
+                                    static_cast<int>(pb.C),
+                                    static_cast<int>(pb.H),
+                                    static_cast<int>(pb.W),
+                                    static_cast<int>(pb.M),
+                                    static_cast<int>(pb.P),
+                                    static_cast<int>(pb.Q),
+                                    pb.pad_h,
+                                    pb.pad_w,
+                                    m_blocks,
+                                    pb.activation});
+      };
+      // NCHW tensors have adjacent columns unless a caller passes a strided View.
+      if constexpr (L == Layout::NCHW) {
+        if (xs.w == 1) return launch(std::true_type{});
+      }
+      launch(std::false_type{});
+      return;
+    }
+  }
+
   const WinogradFilterTransform<L, Tile, T, Acc> filters{w.data(),
                                                          logical_strides<L>(w),
                                                          u,
                                                          pb.M,
                                                          pb.C,
                                                          plan.m_pad,
-                                                         runs_on_host_v<ExecSpace> ? 16 : 1};
+                                                         runs_on_host_v<ExecSpace> ? 16 : 1,
+                                                         pb.C};
   Kokkos::parallel_for("kcnn::conv2d::winograd::filter_transform", Range(space, 0, filters.items()),
                        filters);
-
-  const WinogradTileGrid grid{plan.tiles_h, plan.tiles_w, plan.tile};
-  const Bias* bias_data = pb.has_bias ? bias.data() : nullptr;
-  const auto bias_stride = static_cast<std::int64_t>(bias.stride(0));
-  const LogicalStrides xs = logical_strides<L>(x), ys = logical_strides<L>(y);
 
   if constexpr (runs_on_host_v<ExecSpace>) {
     if (plan.host_blocked) {
@@ -281,9 +369,9 @@ std::size_t conv2d_winograd(const ExecSpace& space, const XView& x, const WView&
   if constexpr (runs_on_host_v<ExecSpace>) {
     threads = Kokkos::Experimental::UniqueToken<ExecSpace>(space).size();
   }
-  const WinogradPlan plan =
-      plan_winograd(op, pb, sizeof(Acc), pb.workspace_limit_bytes, runs_on_host_v<ExecSpace>,
-                    HostVector<Acc>::lanes, threads, tuning);
+  const WinogradPlan plan = plan_winograd(op, pb, sizeof(Acc), pb.workspace_limit_bytes,
+                                          runs_on_host_v<ExecSpace>, HostVector<Acc>::lanes,
+                                          threads, tuning, winograd_fusable<view_scalar_t<XView>>);
   if (mode == LaunchMode::Check) return plan.workspace_bytes();
   auto run = [&](auto layout_tag, auto tile_tag) {
     conv2d_winograd_run<decltype(layout_tag)::value, decltype(tile_tag)::value>(space, x, w, bias,
