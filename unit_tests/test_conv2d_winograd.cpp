@@ -54,7 +54,7 @@ struct Problem {
     return Impl::plan_winograd("test", pb, sizeof(kcnn::Impl::compute_t<T>), limit,
                                Impl::runs_on_host_v<Space>,
                                Impl::HostVector<kcnn::Impl::compute_t<T>>::lanes, threads, tuning,
-                               Impl::winograd_fusable<T>);
+                               Impl::winograd_fusable<Space, T>);
   }
 };
 
@@ -146,7 +146,7 @@ TEST_P(WinogradForced, MatchesDoubleReference) {
         EXPECT_EQ(plan.tile, p.tile);
         EXPECT_EQ(plan.host_blocked, not_staged && host);
         EXPECT_EQ(plan.device_fused,
-                  not_staged && !host && p.tile == 2 && Impl::winograd_fusable<T>);
+                  not_staged && !host && p.tile == 2 && Impl::winograd_fusable<Space, T>);
         const double err =
             relative_error(to_host(pr.y), pr.c.bias ? host_conv2d(p.c, pr.xv, pr.wv, pr.bv)
                                                     : host_conv2d(p.c, pr.xv, pr.wv, {}));

@@ -1,32 +1,43 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /// \file impl/conv2d/winograd/device_fused.hpp
-/// \brief ConvAlgo::Winograd on GPUs: one kernel for F(2x2, 3x3) whose tile loader
+/// \brief ConvAlgo::Winograd on CUDA: one kernel for F(2x2, 3x3) whose tile loader
 ///        transforms the input patches and whose epilogue transforms the products
 ///        (bias, activation, stores): no transform-domain value of x or y in global
 ///        memory, only the transformed filters (WinogradFilterTransform, before it).
 ///
 /// A team computes BK filters x BN output tiles for all 16 transform-domain positions
 /// xi: 16 GEMMs Z[xi](k, t) = sum_c U[xi](c, k) V[xi](c, t) of BK x BN, over the
-/// channels in steps of BC, through two scratch buffers (one barrier a step):
-///  - Loader, per step, for the next one while the team multiplies this one: the
-///    16 x BC x BK transformed filters go straight to scratch (16-byte asynchronous
-///    copies); the BC x BN input patches (4 x 4) are transformed on their way: four
-///    threads share a patch, each the row a of B^T d (two input rows: 8 loads) times B,
-///    the positions xi = 4 a .. 4 a + 3 of V.
-///  - Multiply-adds: warp w owns the positions xi = 2w, 2w + 1; a lane owns 8 filters
-///    (two runs of four, 32 apart) x 8 tiles (two runs of four, 16 apart) of both: 128
-///    sums, fed per channel by four 16-byte scratch loads per position (the CUTLASS
-///    SIMT layout: the runs make the loads vectors, their spacing keeps a quarter warp's
-///    loads on distinct banks).
-///  - Epilogue, in eight passes of 8 filters (one of each lane's filter runs' four
-///    places): the 16 positions of each (filter, tile) meet in scratch, a thread
-///    transforms one (A^T Z A), adds the bias, applies the activation and stores the
-///    2 x 2 outputs (NCHW: directly, neighbouring threads own neighbouring tiles; NHWC:
-///    through a scratch block of 32 filters x 32 tiles x 4 pixels, stored as runs of 32
-///    channels).
+/// channels in steps of BC. A step:
+///  1. the team multiplies the step's V and U (two scratch buffers each), while the
+///     asynchronous copies of the step after the next land: U as 16-byte runs, the raw
+///     input patches as 16-byte channel runs (NHWC, channel counts of whole vectors) or
+///     element by element, zeros where a patch crosses the padding;
+///  2. barrier; two threads a raw patch of the next step transform it into V (each two
+///     rows of B^T d, times B); barrier; the copies for the step after it start.
+/// Two barriers a step of BC = 8 channels; the copies have a whole step's multiply-adds
+/// to land. The multiply-adds: warp w owns the position xi = w; a lane owns 8 filters
+/// (two runs of four, 32 apart) x 8 tiles (two runs of four, 16 apart): 64 sums, fed per
+/// channel by four 16-byte scratch loads (the CUTLASS SIMT layout: the runs make the
+/// loads vectors, their spacing keeps a quarter warp's loads on distinct banks).
 ///
-/// Level-0 team scratch is 40 KB on the H100 (Kokkos' scratch_size_max(0)): two buffers
-/// of BC = 2 channels (28 KB) fit, the epilogue's blocks (36 KB) reuse them.
+/// The epilogue: every sum into scratch at once (Z[xi][k][t], t's 16-byte chunks
+/// swizzled by k so that the lanes' vector stores and the transforms' reads both find
+/// distinct banks), one barrier, then each thread transforms 4 (filter, tile) pairs
+/// (A^T Z A), adds the bias, applies the activation and stores the 2 x 2 outputs: NCHW
+/// directly (neighbouring threads own neighbouring tiles), NHWC through a scratch block
+/// [tile][pixel][filter] stored as runs of filters.
+///
+/// The scratch (161 KB) is past the 40 KB a Kokkos team may ask for on CUDA
+/// (TeamPolicy::scratch_size_max(0), Kokkos 3.4 to 4.x): the kernel is launched by
+/// launch_grid_constant_teams (arch/grid_constant_launch.hpp), which sets the kernel's
+/// shared-memory limit. Measured on the H200 (session 35, ResNet's four 3x3 layers, ms,
+/// NCHW / NHWC, the filter transform included):
+///   within 40 KB: 2 channels a step, 16 barriers in the epilogue   0.347 0.310 0.268 0.198
+///                                                                  0.530 0.450 0.421 0.264
+///   8 channels a step, 8 warps of two positions (255 registers)     0.309 0.276 0.257 0.176
+///                                                                  0.314 0.260 0.227 0.158
+///   8 channels a step, 16 warps of one position (128 registers)     0.293 0.266 0.251 0.174
+///                                                                  0.289 0.247 0.227 0.159
 ///
 /// Float tensors (winograd_fusable, winograd.hpp, says why the others are staged).
 #pragma once
@@ -35,6 +46,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "../../../types.hpp"
 #include "../../arch/async_copy.hpp"
@@ -47,43 +59,40 @@
 
 namespace kcnn::Impl {
 
-/// The fused kernel's team shape (see the file comment).
+/// The fused kernel's team shape and scratch layout (see the file comment).
 struct WinogradFusedShape {
   static constexpr int alpha = 4, positions = 16;  ///< F(2x2, 3x3)
   static constexpr int BK = 64;                    ///< filters per team
   static constexpr int BN = 32;                    ///< output tiles per team
-  static constexpr int BC = 2;                     ///< channels per step
-  /// Two positions a warp (8 warps, 224 registers a thread, one team per multiprocessor)
-  /// against one (16 warps, 126 registers): ResNet's NCHW 3x3 layers in 0.346 / 0.312 /
-  /// 0.273 / 0.230 ms against 0.361 / 0.322 / 0.291 / 0.237 (H200, session 35): the
-  /// second form's loader work falls on half the warps, which the others wait for.
-  static constexpr int positions_per_warp = 2;
+  static constexpr int BC = 8;                     ///< channels per step
+  static constexpr int positions_per_warp = 1;     ///< the file comment's measurements
   static constexpr int threads = 32 * positions / positions_per_warp;
-  /// The loader's tasks a step: a row of B^T d for each of BC x BN patches (the first
-  /// threads), and U's 16 x BC x BK values as 16-byte copies (the other threads, or all
-  /// of them when the tasks take all threads).
-  static constexpr int x_tasks = 4 * BC * BN;
-  static constexpr int u_copiers = threads > x_tasks ? threads - x_tasks : threads;
-  static constexpr int u_copies = positions * BC * BK / 4 / u_copiers;
-  static_assert(x_tasks <= threads && u_copies * u_copiers * 4 == positions * BC * BK,
-                "the loader's tasks fill the team");
-  /// V's rows: tiles, padded so that NHWC's loader (2 channels x 16 tiles per warp)
-  /// stores to 32 distinct banks.
-  static constexpr int v_pitch = BN + 16;
+  /// Threads sharing a raw patch's copies and transform (rows of B^T d).
+  static constexpr int patch_share = threads / (BC * BN);
+  static_assert(patch_share * BC * BN == threads && (patch_share == 1 || patch_share == 2),
+                "one or two threads transform each raw patch of a step");
+
+  // Raw patches of a step: NCHW [c][tile][raw_patch_pitch] (a thread's 16 values as
+  // four 16-byte loads on distinct banks), NHWC [tile][pixel][BC] at raw_tile_pitch
+  // (16-byte channel runs; the transform's lanes, 8 channels x 4 tiles, on distinct banks).
+  static constexpr int raw_patch_pitch = 20;
+  static constexpr int raw_tile_pitch = 16 * BC + 8;
+  static constexpr int raw_floats =
+      BC * BN * raw_patch_pitch > BN* raw_tile_pitch ? BC* BN* raw_patch_pitch : BN* raw_tile_pitch;
+  /// V's rows [xi][c] of tiles: padded so that NHWC's transform stores (8 channels x 4
+  /// tiles per warp) find distinct banks.
+  static constexpr int v_pitch = BN + 4;
   static constexpr int v_floats = positions * BC * v_pitch;
   static constexpr int u_floats = positions * BC * BK;
-  static constexpr int stage_floats = v_floats + u_floats;  ///< one buffer
-  /// Epilogue: Z of 16 positions x 8 filters x BN tiles (rows padded for the lanes'
-  /// 16-byte stores), NHWC's output block [tile][pixel][32 filters] (padded so that
-  /// the lanes' tiles fall on distinct banks), the tiles' output offsets.
-  static constexpr int z_pitch = BN + 4;
-  static constexpr int z_floats = positions * 8 * z_pitch;
-  static constexpr int y_pixel_pitch = 33, y_tile_pitch = 4 * y_pixel_pitch + 1;
+  static constexpr int mainloop_floats = raw_floats + 2 * (v_floats + u_floats);
+  /// Epilogue: Z [xi][k][BN] (swizzled chunks), NHWC's output block [tile][pixel][k].
+  static constexpr int z_floats = positions * BK * BN;
+  static constexpr int y_pixel_pitch = BK + 1, y_tile_pitch = 4 * y_pixel_pitch + 1;
   static constexpr int y_floats = BN * y_tile_pitch;
-  static constexpr int mainloop_floats = 2 * stage_floats;
   static constexpr int epilogue_floats = z_floats + y_floats;
   static constexpr int scratch_floats =
       mainloop_floats > epilogue_floats ? mainloop_floats : epilogue_floats;
+  /// Bytes: the floats, the tiles' output places, 16 of alignment slack.
   static constexpr std::size_t scratch_bytes =
       sizeof(float) * scratch_floats + BN * (sizeof(std::int64_t) + 2 * sizeof(int)) + 16;
 };
@@ -93,26 +102,32 @@ struct WinogradFusedShape {
 struct WinogradFusedFilterLayout {
   std::int64_t channels_pad = 0, filters_pad = 0, plane = 0;
   static WinogradFusedFilterLayout of(std::int64_t C, std::int64_t M) {
+    using Shape = WinogradFusedShape;
     WinogradFusedFilterLayout f;
-    f.channels_pad =
-        (C + WinogradFusedShape::BC - 1) / WinogradFusedShape::BC * WinogradFusedShape::BC;
-    f.filters_pad =
-        (M + WinogradFusedShape::BK - 1) / WinogradFusedShape::BK * WinogradFusedShape::BK;
+    f.channels_pad = (C + Shape::BC - 1) / Shape::BC * Shape::BC;
+    f.filters_pad = (M + Shape::BK - 1) / Shape::BK * Shape::BK;
     f.plane = winograd_plane(f.channels_pad * f.filters_pad);
     return f;
   }
 };
 
-/// UnitColumns: x's columns are adjacent (xs.w == 1, every NCHW tensor kcnn allocates):
-/// a patch row's four loads then take immediate offsets from one address.
-template <Layout L, bool UnitColumns, class ExecSpace, class T, class Bias, class Y>
+/// The grid-constant parameter of the launch: the kernel needs none.
+struct WinogradFusedNoConstants {};
+
+/// Copies: VectorCopies: x's channels are adjacent, C a multiple of 4 and x 16-byte
+/// aligned (NHWC): a patch pixel's BC channels are two 16-byte copies. Else a thread
+/// copies its own patch element by element; UnitColumns: xs.w == 1 (every NCHW tensor
+/// kcnn allocates), a patch row's four elements at immediate offsets.
+template <Layout L, bool VectorCopies, bool UnitColumns, class T, class Bias, class Y>
 struct WinogradFusedKernel {
   using Shape = WinogradFusedShape;
-  using member_type = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   using Transform = WinogradTransform2D<WinogradF3<2>>;
   using Vec = AlignedVec4<float>;
-  static_assert(std::is_same<compute_t<T>, float>::value, "the fused kernel computes in float");
+  static_assert(std::is_same<T, float>::value, "the fused kernel copies float tensors");
+  static_assert(!VectorCopies || L == Layout::NHWC, "channel runs are NHWC's");
   static constexpr int BK = Shape::BK, BN = Shape::BN, BC = Shape::BC;
+  static constexpr int vector_copies = BN * 16 * (BC / 4) / Shape::threads;
+  static constexpr int u_copies = Shape::u_floats / 4 / Shape::threads;
 
   const T* x;
   LogicalStrides xs;
@@ -129,58 +144,21 @@ struct WinogradFusedKernel {
                  ///< patches run together and share them in L2
   Activation activation;
 
-  KOKKOS_INLINE_FUNCTION void operator()(const member_type& team) const {
+  template <class Team>
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team, const WinogradFusedNoConstants&) const {
     const int t = team.team_rank();
     const int m0 = (team.league_rank() % m_blocks) * BK;
     const std::int64_t t0 = std::int64_t(team.league_rank() / m_blocks) * BN;
 
-    float* const scratch =
-        static_cast<float*>(team.team_scratch(0).get_shmem_aligned(Shape::scratch_bytes - 16, 16));
-    // Buffer b: V [xi][c][v_pitch] at b * stage_floats, U [xi][c][BK] after it.
-    auto v_buffer = [&](int b) { return scratch + b * Shape::stage_floats; };
-    auto u_buffer = [&](int b) { return scratch + b * Shape::stage_floats + Shape::v_floats; };
+    float* const scratch = reinterpret_cast<float*>(team.scratch_aligned(16));
+    float* const raw = scratch;
+    auto v_buffer = [&](int b) { return scratch + Shape::raw_floats + b * Shape::v_floats; };
+    auto u_buffer = [&](int b) {
+      return scratch + Shape::raw_floats + 2 * Shape::v_floats + b * Shape::u_floats;
+    };
     std::int64_t* const tile_y = reinterpret_cast<std::int64_t*>(scratch + Shape::scratch_floats);
     int* const tile_p = reinterpret_cast<int*>(tile_y + BN);
     int* const tile_q = tile_p + BN;
-
-    // --- The loader's share of this thread: row a of B^T d for channel cl of tile tl,
-    // and two 16-byte runs of U. NCHW: neighbouring lanes take neighbouring tiles
-    // (neighbouring columns of x); NHWC: neighbouring channels, then tiles.
-    const bool x_task = t < Shape::x_tasks;  // the same for a warp
-    const int a = (t % Shape::x_tasks) / (Shape::x_tasks / 4);
-    const int tl = L == Layout::NCHW ? t % BN : (t / BC) % BN;
-    const int cl = L == Layout::NCHW ? (t / BN) % BC : t % BC;
-    const int u_copier = Shape::threads > Shape::x_tasks ? t - Shape::x_tasks : t;
-    // B^T's row a: a=0: d0 - d2, 1: d1 + d2, 2: d2 - d1, 3: d1 - d3.
-    const float sign0 = a == 2 ? -1.0f : 1.0f, sign1 = a == 1 || a == 2 ? 1.0f : -1.0f;
-    // x offsets of the two rows' first columns at this step's channel (advanced by
-    // BC channels a step), and which of the 2 x 4 values lie inside x (bit 4 r + s).
-    std::int64_t x_row[2] = {0, 0};
-    unsigned inside = 0;
-    if (x_task && t0 + tl < tiles) {
-      std::int64_t n, p0, q0;
-      grid.locate(t0 + tl, n, p0, q0);
-      const std::int64_t h0 = p0 - pad_h, w0 = q0 - pad_w;
-      const int rows[2] = {a == 0 ? 0 : 1, a == 3 ? 3 : 2};
-      KCNN_DEVICE_UNROLL
-      for (int r = 0; r < 2; ++r) {
-        const std::int64_t h = h0 + rows[r];
-        x_row[r] = n * xs.n + h * xs.h + w0 * xs.w + std::int64_t(cl) * xs.c;
-        KCNN_DEVICE_UNROLL
-        for (int s = 0; s < 4; ++s)
-          if (h >= 0 && h < H && w0 + s >= 0 && w0 + s < W) inside |= 1u << (4 * r + s);
-      }
-    }
-    const std::int64_t x_step = BC * xs.c;
-    // U: this thread's two 16-byte runs, at channel c of the step (advanced by BC rows).
-    const float* u_run[Shape::u_copies];
-    KCNN_DEVICE_UNROLL
-    for (int i = 0; i < Shape::u_copies; ++i) {
-      const int f = (u_copier < 0 ? 0 : u_copier) + i * Shape::u_copiers;  // [xi][c][BK / 4]
-      const int row = f / (BK / 4), xi = row / BC, c_row = row % BC;
-      u_run[i] = u + xi * u_plane + std::int64_t(c_row) * filters_pad + m0 + 4 * (f % (BK / 4));
-    }
-    const std::int64_t u_step = BC * filters_pad;
     if (t < BN) {                          // the output tiles' places, for the epilogue
       std::int64_t n = 0, p0 = P, q0 = Q;  // past the edge: nothing stored
       if (t0 + t < tiles) grid.locate(t0 + t, n, p0, q0);
@@ -189,45 +167,148 @@ struct WinogradFusedKernel {
       tile_q[t] = static_cast<int>(q0);
     }
 
-    float d[2][4];    // the two input rows of the next step
-    int c_next = cl;  // the channel those rows are of
-    // Loads the next step's input rows and starts its filters' copies into buffer buf.
-    auto load_x = [&]() {
-      const unsigned live = c_next < C ? inside : 0u;
+    // --- The transform's patch (channel tc of tile tt): NCHW neighbouring lanes take
+    // neighbouring tiles; NHWC 8 channels x 4 tiles a warp.
+    constexpr int share = Shape::patch_share, rows_per = 4 / share;
+    const int pt = t % (BC * BN), half = t / (BC * BN);  // half: the same for a warp
+    const int tc = L == Layout::NCHW ? pt / BN : pt % BC;
+    const int tt = L == Layout::NCHW ? pt % BN : pt / BC;
+    auto raw_at = [&](int c, int tile, int pixel) {
+      return L == Layout::NCHW ? (c * BN + tile) * Shape::raw_patch_pitch + pixel
+                               : tile * Shape::raw_tile_pitch + pixel * BC + c;
+    };
+
+    // --- The copies' state, advanced by BC channels a step. Element copies: the
+    // transform's own patch (rows' x offsets at its channel, which of the 16 lie inside
+    // x). Vector copies: 4 pixels' channel runs (x offsets, inside or not).
+    std::int64_t x_at[rows_per > vector_copies ? rows_per : vector_copies] = {};
+    unsigned inside = 0;
+    int c_next = 0;  // the first channel of the step the next copies are for
+    auto locate_patch = [&](std::int64_t tile, std::int64_t& h0, std::int64_t& w0,
+                            std::int64_t& n) {
+      std::int64_t p0, q0;
+      grid.locate(tile, n, p0, q0);
+      h0 = p0 - pad_h, w0 = q0 - pad_w;
+    };
+    if constexpr (VectorCopies) {
       KCNN_DEVICE_UNROLL
-      for (int r = 0; r < 2; ++r) {
-        const T* row = x + x_row[r];
-        KCNN_DEVICE_UNROLL
-        for (int s = 0; s < 4; ++s) {
-          const std::int64_t column = UnitColumns ? s : s * xs.w;
-          d[r][s] = live & (1u << (4 * r + s)) ? to_compute(row[column]) : 0.0f;
+      for (int i = 0; i < vector_copies; ++i) {
+        const int f = t + i * Shape::threads;  // [tile][pixel][run]
+        const int tile = f / 32, pixel = (f / 2) % 16, run = f % 2;
+        if (t0 + tile < tiles) {
+          std::int64_t h0, w0, n;
+          locate_patch(t0 + tile, h0, w0, n);
+          const std::int64_t h = h0 + pixel / 4, w = w0 + pixel % 4;
+          if (h >= 0 && h < H && w >= 0 && w < W) inside |= 1u << i;
+          x_at[i] = n * xs.n + h * xs.h + w * xs.w + 4 * run;
         }
-        x_row[r] += x_step;
+      }
+    } else {
+      if (t0 + tt < tiles) {
+        std::int64_t h0, w0, n;
+        locate_patch(t0 + tt, h0, w0, n);
+        KCNN_DEVICE_UNROLL
+        for (int r = 0; r < rows_per; ++r) {  // the patch's rows half * rows_per + r
+          const std::int64_t h = h0 + half * rows_per + r;
+          x_at[r] = n * xs.n + h * xs.h + w0 * xs.w + std::int64_t(tc) * xs.c;
+          KCNN_DEVICE_UNROLL
+          for (int s = 0; s < 4; ++s)
+            if (h >= 0 && h < H && w0 + s >= 0 && w0 + s < W) inside |= 1u << (4 * r + s);
+        }
+      }
+    }
+    // U: u_copies 16-byte runs of channel u_row % BC of the step, u_xi_stride apart.
+    const int u_row = t / (BK / 4), u_col = t % (BK / 4);
+    const float* u_next =
+        u + (u_row / BC) * u_plane + std::int64_t(u_row % BC) * filters_pad + m0 + 4 * u_col;
+    const std::int64_t u_xi_stride = (Shape::threads / (BK / 4) / BC) * u_plane;
+
+    auto issue_copies = [&](float* us) {
+      if constexpr (VectorCopies) {
+        KCNN_DEVICE_UNROLL
+        for (int i = 0; i < vector_copies; ++i) {
+          const int f = t + i * Shape::threads;
+          const int tile = f / 32, pixel = (f / 2) % 16, run = f % 2;
+          // C % 4 == 0: a run is whole or past C
+          const bool valid = c_next + 4 * run < C && (inside >> i & 1u);
+          scratch_copy_async_16(raw + raw_at(4 * run, tile, pixel), valid ? x + x_at[i] : x, valid);
+          x_at[i] += BC;
+        }
+      } else {
+        const unsigned live = c_next + tc < C ? inside : 0u;
+        KCNN_DEVICE_UNROLL
+        for (int r = 0; r < rows_per; ++r) {
+          // One address a row, its elements at offsets from it (immediate ones for unit
+          // columns): the row's first element may lie left of x's row (padding), so
+          // the address is formed as an integer; elements outside x are zero-filled,
+          // never read.
+          const std::uintptr_t row = live >> (4 * r) & 0xFu
+                                         ? reinterpret_cast<std::uintptr_t>(x) +
+                                               static_cast<std::uintptr_t>(x_at[r]) * sizeof(T)
+                                         : reinterpret_cast<std::uintptr_t>(x);
+          KCNN_DEVICE_UNROLL
+          for (int s = 0; s < 4; ++s) {
+            const std::int64_t column = UnitColumns ? s : s * xs.w;
+            scratch_copy_async(raw + raw_at(tc, tt, 4 * (half * rows_per + r) + s),
+                               reinterpret_cast<const T*>(row + column * sizeof(T)),
+                               live >> (4 * r + s) & 1u);
+          }
+          x_at[r] += BC * xs.c;
+        }
       }
       c_next += BC;
+      KCNN_DEVICE_UNROLL
+      for (int i = 0; i < u_copies; ++i)
+        scratch_copy_async_16(us + 4 * (t + i * Shape::threads), u_next + i * u_xi_stride, true);
+      u_next += BC * filters_pad;
     };
-    auto load = [&](auto buf) {
-      if (x_task) load_x();
-      if (u_copier >= 0) {
-        float* const us = u_buffer(decltype(buf)::value);
+    // raw -> V: rows 2 half, 2 half + 1 of B^T d (two threads a patch), or all four, times B.
+    auto transform_patch = [&](float* vs) {
+      constexpr int rows_in = share == 1 ? 4 : 3, rows_out = 4 / share;
+      const int first = share == 1 ? 0 : half;  // B^T's rows 0-1 read rows 0-2, 2-3 1-3
+      float d[rows_in][4];
+      if constexpr (L == Layout::NCHW) {
+        const float* p = raw + raw_at(tc, tt, 4 * first);
         KCNN_DEVICE_UNROLL
-        for (int i = 0; i < Shape::u_copies; ++i) {
-          scratch_copy_async_16(us + 4 * (u_copier + i * Shape::u_copiers), u_run[i], true);
-          u_run[i] += u_step;
+        for (int r = 0; r < rows_in; ++r) {
+          const Vec row = reinterpret_cast<const Vec*>(p)[r];
+          KCNN_DEVICE_UNROLL
+          for (int s = 0; s < 4; ++s)
+            d[r][s] = row.v[s];
+        }
+      } else {
+        KCNN_DEVICE_UNROLL
+        for (int r = 0; r < rows_in; ++r)
+          KCNN_DEVICE_UNROLL
+        for (int s = 0; s < 4; ++s)
+          d[r][s] = raw[raw_at(tc, tt, 4 * (first + r) + s)];
+      }
+      float rows[rows_out][4];
+      KCNN_DEVICE_UNROLL
+      for (int s = 0; s < 4; ++s) {
+        if constexpr (share == 1) {
+          float column[4] = {d[0][s], d[1][s], d[2][s], d[3][s]}, out[4];
+          WinogradF3<2>::input(column, out);
+          KCNN_DEVICE_UNROLL
+          for (int a = 0; a < 4; ++a)
+            rows[a][s] = out[a];
+        } else if (half == 0) {  // d: rows 0-2
+          rows[0][s] = d[0][s] - d[2][s];
+          rows[1][s] = d[1][s] + d[2][s];
+        } else {  // d: rows 1-3
+          rows[0][s] = d[1][s] - d[0][s];
+          rows[1][s] = d[0][s] - d[2][s];
         }
       }
-    };
-    auto store = [&](auto buf) {  // (B^T d)[a] B into V
-      if (!x_task) return;
-      float row[4], v[4];
       KCNN_DEVICE_UNROLL
-      for (int s = 0; s < 4; ++s)
-        row[s] = sign0 * d[0][s] + sign1 * d[1][s];
-      WinogradF3<2>::input(row, v);
-      float* const vs = v_buffer(decltype(buf)::value) + cl * Shape::v_pitch + tl;
-      KCNN_DEVICE_UNROLL
-      for (int b = 0; b < 4; ++b)
-        vs[(4 * a + b) * BC * Shape::v_pitch] = v[b];
+      for (int a = 0; a < rows_out; ++a) {
+        float v[4];
+        WinogradF3<2>::input(rows[a], v);
+        const int xi_row = (share == 1 ? 0 : 2 * half) + a;
+        KCNN_DEVICE_UNROLL
+        for (int b = 0; b < 4; ++b)
+          vs[((xi_row * 4 + b) * BC + tc) * Shape::v_pitch + tt] = v[b];
+      }
     };
 
     // --- Multiply-adds: positions 2 warp + {0, 1}; filters {4 fm .. 4 fm + 3} and
@@ -243,9 +324,9 @@ struct WinogradFusedKernel {
       KCNN_DEVICE_UNROLL
     for (int j = 0; j < 8; ++j)
       acc[p][i][j] = 0.0f;
-    auto multiply = [&](auto buf) {
-      const float* const us = u_buffer(decltype(buf)::value) + 4 * fm;
-      const float* const vs = v_buffer(decltype(buf)::value) + 4 * ft;
+    auto multiply = [&](const float* vs, const float* us) {
+      vs += 4 * ft;
+      us += 4 * fm;
       KCNN_DEVICE_UNROLL
       for (int c = 0; c < BC; ++c) {
         KCNN_DEVICE_UNROLL
@@ -269,109 +350,114 @@ struct WinogradFusedKernel {
         }
       }
     };
-    // One step: multiply buffer `buf` while loading the next step into the other.
-    const int steps = (C + BC - 1) / BC;
-    auto step = [&](auto buf, bool more) {
-      constexpr int other = 1 - decltype(buf)::value;
-      if (more) load(std::integral_constant<int, other>{});
-      multiply(buf);
-      if (more) store(std::integral_constant<int, other>{});
-      scratch_copies_wait();
-      team.team_barrier();
-    };
 
-    using First = std::integral_constant<int, 0>;
-    using Second = std::integral_constant<int, 1>;
-    load(First{});
-    store(First{});
+    const int steps = (C + BC - 1) / BC;
+    issue_copies(u_buffer(0));
     scratch_copies_wait();
     team.team_barrier();
-    // Two steps an iteration, so that each one's buffers are compile-time addresses.
-    for (int s = 0; s < steps; s += 2) {
-      step(First{}, s + 1 < steps);
-      if (s + 1 < steps) step(Second{}, s + 2 < steps);
+    transform_patch(v_buffer(0));
+    team.team_barrier();
+    if (steps > 1) issue_copies(u_buffer(1));
+    for (int step = 0; step < steps; ++step) {
+      const int buf = step % 2;
+      multiply(v_buffer(buf), u_buffer(buf));
+      if (step + 1 < steps) {
+        scratch_copies_wait();
+        team.team_barrier();  // step + 1's copies landed; this step's buffers read
+        transform_patch(v_buffer(buf ^ 1));
+        team.team_barrier();  // its V written; the raw patches free
+        if (step + 2 < steps) issue_copies(u_buffer(buf));
+      }
     }
-    epilogue(team, acc, scratch, tile_y, tile_p, tile_q, m0, t0);
+    team.team_barrier();  // the epilogue reuses the operands' scratch
+    epilogue(t, team, acc, scratch, tile_y, tile_p, tile_q, m0, t0);
   }
 
-  /// Passes (g, j): the filters m0 + 32 g + 4 i + j, i < 8.
-  KOKKOS_INLINE_FUNCTION void epilogue(const member_type& team,
+  /// Z[xi][k][t]'s place: rows of BN tiles in 16-byte chunks, chunk j of row k at
+  /// j ^ (k / 4 % 8): a lane's vector stores (8 lanes of a quarter warp: k = 4 fm + i)
+  /// and a transform's reads (32 lanes: neighbouring tiles of one k) meet no conflicts.
+  KOKKOS_FORCEINLINE_FUNCTION static int z_at(int xi, int k, int tile) {
+    return (xi * BK + k) * BN + 4 * ((tile / 4) ^ ((k / 4) % 8)) + tile % 4;
+  }
+
+  template <class Team>
+  KOKKOS_INLINE_FUNCTION void epilogue(int t, const Team& team,
                                        const float (&acc)[Shape::positions_per_warp][8][8],
                                        float* scratch, const std::int64_t* tile_y,
                                        const int* tile_p, const int* tile_q, int m0,
                                        std::int64_t t0) const {
-    const int t = team.team_rank(), warp = t / 32, lane = t % 32;
+    const int warp = t / 32, lane = t % 32;
     const int fm = lane % 8, ft = lane / 8;
-    float* const zs = scratch;                          // [xi][8][z_pitch]
-    float* const ys_block = scratch + Shape::z_floats;  // NHWC: [tile][pixel][32]
-    // The thread's output transform in each pass: filter row fi, tile tt.
-    const int fi = t / BN, tt = t % BN;
-    const bool tile_in = t0 + tt < tiles;
+    float* const zs = scratch;
+    float* const ys_block = scratch + Shape::z_floats;  // NHWC: [tile][pixel][k]
     KCNN_DEVICE_UNROLL
-    for (int g = 0; g < 2; ++g) {
+    for (int p = 0; p < Shape::positions_per_warp; ++p)
       KCNN_DEVICE_UNROLL
-      for (int j = 0; j < 4; ++j) {
+    for (int i = 0; i < 8; ++i) {
+      const int k = i < 4 ? 4 * fm + i : 32 + 4 * fm + i - 4;
+      const int xi = Shape::positions_per_warp * warp + p;
+      const float* sums = acc[p][i];
+      *reinterpret_cast<Vec*>(zs + z_at(xi, k, 4 * ft)) = Vec{{sums[0], sums[1], sums[2], sums[3]}};
+      *reinterpret_cast<Vec*>(zs + z_at(xi, k, 16 + 4 * ft)) =
+          Vec{{sums[4], sums[5], sums[6], sums[7]}};
+    }
+    team.team_barrier();
+
+    // Thread t transforms tile t % BN of filters per (t / BN) .. + per - 1.
+    constexpr int per = BK * BN / Shape::threads;
+    const int tile = t % BN;
+    const bool tile_in = t0 + tile < tiles;
+    KCNN_DEVICE_UNROLL
+    for (int kk = 0; kk < per; ++kk) {
+      const int k = per * (t / BN) + kk, m = m0 + k;
+      float zt[4][4], out[2][2];
+      KCNN_DEVICE_UNROLL
+      for (int a = 0; a < 4; ++a)
         KCNN_DEVICE_UNROLL
-        for (int p = 0; p < Shape::positions_per_warp; ++p) {
-          float* row = zs + ((Shape::positions_per_warp * warp + p) * 8 + fm) * Shape::z_pitch;
-          const float* sums = acc[p][4 * g + j];
-          *reinterpret_cast<Vec*>(row + 4 * ft) = Vec{{sums[0], sums[1], sums[2], sums[3]}};
-          *reinterpret_cast<Vec*>(row + 16 + 4 * ft) = Vec{{sums[4], sums[5], sums[6], sums[7]}};
-        }
-        team.team_barrier();
-        // 8 x BN transforms a pass: the first 256 threads.
-        if (t < 8 * BN) {
-          const int m_local = 32 * g + 4 * fi + j, m = m0 + m_local;
-          float zt[4][4], out[2][2];
-          KCNN_DEVICE_UNROLL
-          for (int a = 0; a < 4; ++a)
-            KCNN_DEVICE_UNROLL
-          for (int b = 0; b < 4; ++b)
-            zt[a][b] = zs[((a * 4 + b) * 8 + fi) * Shape::z_pitch + tt];
-          Transform::output(zt, out);
-          const float b = bias && m < M ? to_compute(bias[m * bias_stride]) : 0.0f;
+      for (int b = 0; b < 4; ++b)
+        zt[a][b] = zs[z_at(a * 4 + b, k, tile)];
+      Transform::output(zt, out);
+      const float b = bias && m < M ? to_compute(bias[m * bias_stride]) : 0.0f;
+      KCNN_DEVICE_UNROLL
+      for (int a = 0; a < 2; ++a)
+        KCNN_DEVICE_UNROLL
+      for (int c = 0; c < 2; ++c)
+        out[a][c] = apply_activation(activation, out[a][c] + b);
+      if constexpr (L == Layout::NCHW) {
+        if (tile_in && m < M) {
+          Y* dst = y + tile_y[tile] + std::int64_t(m) * ys.c;
+          const int rows = P - tile_p[tile] < 2 ? P - tile_p[tile] : 2;
+          const int cols = Q - tile_q[tile] < 2 ? Q - tile_q[tile] : 2;
           KCNN_DEVICE_UNROLL
           for (int a = 0; a < 2; ++a)
             KCNN_DEVICE_UNROLL
           for (int c = 0; c < 2; ++c)
-            out[a][c] = apply_activation(activation, out[a][c] + b);
-          if constexpr (L == Layout::NCHW) {
-            if (tile_in && m < M) {
-              Y* dst = y + tile_y[tt] + std::int64_t(m) * ys.c;
-              const int rows = P - tile_p[tt] < 2 ? P - tile_p[tt] : 2;
-              const int cols = Q - tile_q[tt] < 2 ? Q - tile_q[tt] : 2;
-              KCNN_DEVICE_UNROLL
-              for (int a = 0; a < 2; ++a)
-                KCNN_DEVICE_UNROLL
-              for (int c = 0; c < 2; ++c)
-                if (a < rows && c < cols) dst[a * ys.h + c * ys.w] = from_compute<Y>(out[a][c]);
-            }
-          } else {
-            KCNN_DEVICE_UNROLL
-            for (int a = 0; a < 2; ++a)
-              KCNN_DEVICE_UNROLL
-            for (int c = 0; c < 2; ++c)
-              ys_block[tt * Shape::y_tile_pitch + (2 * a + c) * Shape::y_pixel_pitch + 4 * fi + j] =
-                  out[a][c];
-          }
+            if (a < rows && c < cols) dst[a * ys.h + c * ys.w] = from_compute<Y>(out[a][c]);
         }
-        team.team_barrier();  // zs is rewritten by the next pass
+      } else {
+        KCNN_DEVICE_UNROLL
+        for (int a = 0; a < 2; ++a)
+          KCNN_DEVICE_UNROLL
+        for (int c = 0; c < 2; ++c)
+          ys_block[tile * Shape::y_tile_pitch + (2 * a + c) * Shape::y_pixel_pitch + k] = out[a][c];
       }
-      if constexpr (L == Layout::NHWC) {
-        // 32 tiles x 4 pixels, each a run of 32 filters: a warp stores one run per row.
-        const int m = m0 + 32 * g + lane;
-        constexpr int rows_per_warp = BN * 4 / (Shape::threads / 32);
-        // A loop (unrolled, its addresses took registers the live sums of the second g
-        // need: 104 bytes of spills).
-        KCNN_DEVICE_NO_UNROLL
-        for (int r = 0; r < rows_per_warp; ++r) {
-          const int row = warp * rows_per_warp + r, tile = row / 4, px = row % 4;
-          const int a = px / 2, c = px % 2;
-          if (t0 + tile < tiles && m < M && tile_p[tile] + a < P && tile_q[tile] + c < Q)
-            y[tile_y[tile] + a * ys.h + c * ys.w + std::int64_t(m) * ys.c] = from_compute<Y>(
-                ys_block[tile * Shape::y_tile_pitch + px * Shape::y_pixel_pitch + lane]);
+    }
+    if constexpr (L == Layout::NHWC) {
+      team.team_barrier();
+      // BN tiles x 4 pixels, each a run of BK filters: a warp stores two runs of 32 a row.
+      constexpr int rows_per_warp = BN * 4 / (Shape::threads / 32);
+      KCNN_DEVICE_NO_UNROLL
+      for (int r = 0; r < rows_per_warp; ++r) {
+        const int row = warp * rows_per_warp + r, rt = row / 4, px = row % 4;
+        const int a = px / 2, c = px % 2;
+        if (t0 + rt >= tiles || tile_p[rt] + a >= P || tile_q[rt] + c >= Q) continue;
+        Y* dst = y + tile_y[rt] + a * ys.h + c * ys.w;
+        const float* src = ys_block + rt * Shape::y_tile_pitch + px * Shape::y_pixel_pitch;
+        KCNN_DEVICE_UNROLL
+        for (int h = 0; h < BK / 32; ++h) {
+          const int k = 32 * h + lane;
+          if (m0 + k < M) dst[std::int64_t(m0 + k) * ys.c] = from_compute<Y>(src[k]);
         }
-        team.team_barrier();  // the block is rewritten by the next g
       }
     }
   }

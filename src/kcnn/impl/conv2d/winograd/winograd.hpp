@@ -23,13 +23,13 @@
 ///    caches; a thread takes a block, transforms its patches into its own slot of the
 ///    workspace, runs the alpha^2 GEMMs on a register-blocked micro-kernel and
 ///    transforms the products into y. Nothing transform-domain leaves the thread's caches.
-///  - Device backends, float tensors: F(2x2) in one fused kernel (device_fused.hpp:
-///    the input transform in the GEMMs' tile loader, the output transform, bias and
-///    activation in their epilogue; only U is in the workspace).
+///  - CUDA, float tensors: F(2x2) in one fused kernel (device_fused.hpp: the input
+///    transform in the GEMMs' tile loader, the output transform, bias and activation in
+///    their epilogue; only U is in the workspace).
 ///  - Device backends otherwise (double and 16-bit tensors, a forced F(4x4), or
-///    WinogradTuning::device_fused off): the staged pipeline, per chunk of tiles an input-transform
-///    kernel, the alpha^2 GEMMs (cuBLAS, strict arithmetic) and an output-transform kernel with
-///    bias and activation, in the workspace.
+///    WinogradTuning::device_fused off): the staged pipeline, per chunk of tiles an
+///    input-transform kernel, the alpha^2 GEMMs (cuBLAS, strict arithmetic) and an
+///    output-transform kernel with bias and activation, in the workspace.
 ///
 /// Accuracy: the transforms' constants enlarge the rounding error (Barabasz et al.
 /// 2018); the bound each tile meets and the tile choice it sets are at
@@ -47,6 +47,7 @@
 #include <type_traits>
 
 #include "../../arch/device_traits.hpp"
+#include "../../arch/grid_constant_launch.hpp"
 #include "../../arch/host_simd.hpp"
 #include "../../blas/gemm.hpp"
 #include "../../common/element_traits.hpp"
@@ -72,7 +73,7 @@ struct WinogradTuning {
   std::size_t host_block_bytes = std::size_t(1) << 20;
   /// Host: transformed filters (U) from this size on size the blocks instead.
   std::size_t host_large_filters_bytes = std::size_t(4) << 20;
-  /// Device, float tensors: the fused F(2x2) kernel (with tile 0 or 2), else the staged
+  /// CUDA, float tensors: the fused F(2x2) kernel (with tile 0 or 2), else the staged
   /// pipeline.
   bool device_fused = true;
 };
@@ -121,16 +122,21 @@ inline std::optional<std::string> winograd_geometry_reason(const Conv2dProblem& 
   return {};
 }
 
-/// Whether device backends run the fused kernel for elements T: float. (The 16-bit types
+/// Whether ExecSpace runs the fused kernel for elements T: CUDA, float. (The 16-bit types
 /// take the staged pipeline for now: each fused instantiation adds to the CUDA build,
 /// which CI's 60 minutes bound; double's 128 sums per thread would not fit registers.)
-template <class T>
-inline constexpr bool winograd_fusable = std::is_same_v<T, float>;
+template <class ExecSpace, class T>
+inline constexpr bool winograd_fusable =
+#if defined(KOKKOS_ENABLE_CUDA)
+    std::is_same_v<ExecSpace, Kokkos::Cuda>&& std::is_same_v<T, float>;
+#else
+    false;
+#endif
 
 /// Plans pb (geometry checked by the caller). Throws kcnn::Error when the workspace
 /// limit cannot hold the transformed filters and one tile's transform-domain values.
 /// host_lanes: the host vector's lanes of the compute type (host backends);
-/// fusable: winograd_fusable of the element type.
+/// fusable: winograd_fusable of the backend and element type.
 inline WinogradPlan plan_winograd(const char* op, const Conv2dProblem& pb, std::size_t elem_bytes,
                                   std::size_t limit_bytes, bool host, int host_lanes,
                                   int host_threads, const WinogradTuning& tuning,
@@ -239,7 +245,8 @@ void conv2d_winograd_run(const ExecSpace& space, const XView& x, const WView& w,
   const auto bias_stride = static_cast<std::int64_t>(bias.stride(0));
   const LogicalStrides xs = logical_strides<L>(x), ys = logical_strides<L>(y);
 
-  if constexpr (!runs_on_host_v<ExecSpace> && Tile == 2 && std::is_same_v<T, float>) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if constexpr (winograd_fusable<ExecSpace, T> && Tile == 2) {
     if (plan.device_fused) {
       // U in the fused kernel's order ([xi][c][k], k fastest, whatever the layout).
       const auto f = WinogradFusedFilterLayout::of(pb.C, pb.M);
@@ -250,46 +257,47 @@ void conv2d_winograd_run(const ExecSpace& space, const XView& x, const WView& w,
       using Shape = WinogradFusedShape;
       const int m_blocks = static_cast<int>(f.filters_pad / Shape::BK);
       const auto league = static_cast<int>(m_blocks * ((plan.tiles + Shape::BN - 1) / Shape::BN));
-      using Policy = BoundedTeamPolicy<ExecSpace, Shape::threads, 1>;
-      throw_if(Shape::scratch_bytes > static_cast<std::size_t>(Policy::scratch_size_max(0)),
-               "kcnn::conv2d_forward", "ConvAlgo::Winograd: the fused kernel takes ",
-               Shape::scratch_bytes, " bytes of team scratch, more than the backend's ",
-               Policy::scratch_size_max(0));
-      auto launch = [&](auto unit_columns) {
-        using Kernel = WinogradFusedKernel<L, decltype(unit_columns)::value, ExecSpace, T, Bias, Y>;
-        Kokkos::parallel_for("kcnn::conv2d::winograd::fused",
-                             Policy(space, league, Shape::threads)
-                                 .set_scratch_size(0, Kokkos::PerTeam(Shape::scratch_bytes)),
-                             Kernel{x.data(),
-                                    xs,
-                                    u,
-                                    f.plane,
-                                    f.filters_pad,
-                                    y.data(),
-                                    ys,
-                                    bias_data,
-                                    bias_stride,
-                                    grid,
-                                    plan.tiles,
-                                    static_cast<int>(pb.C),
-                                    static_cast<int>(pb.H),
-                                    static_cast<int>(pb.W),
-                                    static_cast<int>(pb.M),
-                                    static_cast<int>(pb.P),
-                                    static_cast<int>(pb.Q),
-                                    pb.pad_h,
-                                    pb.pad_w,
-                                    m_blocks,
-                                    pb.activation});
+      auto launch = [&](auto vector_copies, auto unit_columns) {
+        using Kernel = WinogradFusedKernel<L, decltype(vector_copies)::value,
+                                           decltype(unit_columns)::value, T, Bias, Y>;
+        const Kernel kernel{x.data(),
+                            xs,
+                            u,
+                            f.plane,
+                            f.filters_pad,
+                            y.data(),
+                            ys,
+                            bias_data,
+                            bias_stride,
+                            grid,
+                            plan.tiles,
+                            static_cast<int>(pb.C),
+                            static_cast<int>(pb.H),
+                            static_cast<int>(pb.W),
+                            static_cast<int>(pb.M),
+                            static_cast<int>(pb.P),
+                            static_cast<int>(pb.Q),
+                            pb.pad_h,
+                            pb.pad_w,
+                            m_blocks,
+                            pb.activation};
+        launch_grid_constant_teams<Shape::threads, 1, Shape::scratch_bytes>(
+            space, "kcnn::conv2d::winograd::fused", league, Shape::scratch_bytes, kernel,
+            WinogradFusedNoConstants{});
       };
-      // NCHW tensors have adjacent columns unless a caller passes a strided View.
-      if constexpr (L == Layout::NCHW) {
-        if (xs.w == 1) return launch(std::true_type{});
+      if constexpr (L == Layout::NHWC) {
+        // A pixel's channels as 16-byte runs: adjacent channels, whole vectors of them,
+        // every pixel's first channel 16-byte aligned.
+        const bool runs = xs.c == 1 && pb.C % 4 == 0 && xs.w % 4 == 0 && xs.h % 4 == 0 &&
+                          xs.n % 4 == 0 && reinterpret_cast<std::uintptr_t>(x.data()) % 16 == 0;
+        if (runs) return launch(std::true_type{}, std::false_type{});
+      } else {
+        if (xs.w == 1) return launch(std::false_type{}, std::true_type{});
       }
-      launch(std::false_type{});
-      return;
+      return launch(std::false_type{}, std::false_type{});
     }
   }
+#endif
 
   const WinogradFilterTransform<L, Tile, T, Acc> filters{w.data(),
                                                          logical_strides<L>(w),
@@ -369,9 +377,9 @@ std::size_t conv2d_winograd(const ExecSpace& space, const XView& x, const WView&
   if constexpr (runs_on_host_v<ExecSpace>) {
     threads = Kokkos::Experimental::UniqueToken<ExecSpace>(space).size();
   }
-  const WinogradPlan plan = plan_winograd(op, pb, sizeof(Acc), pb.workspace_limit_bytes,
-                                          runs_on_host_v<ExecSpace>, HostVector<Acc>::lanes,
-                                          threads, tuning, winograd_fusable<view_scalar_t<XView>>);
+  const WinogradPlan plan = plan_winograd(
+      op, pb, sizeof(Acc), pb.workspace_limit_bytes, runs_on_host_v<ExecSpace>,
+      HostVector<Acc>::lanes, threads, tuning, winograd_fusable<ExecSpace, view_scalar_t<XView>>);
   if (mode == LaunchMode::Check) return plan.workspace_bytes();
   auto run = [&](auto layout_tag, auto tile_tag) {
     conv2d_winograd_run<decltype(layout_tag)::value, decltype(tile_tag)::value>(space, x, w, bias,
