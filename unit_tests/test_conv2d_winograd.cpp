@@ -146,7 +146,7 @@ TEST_P(WinogradForced, MatchesDoubleReference) {
         EXPECT_EQ(plan.tile, p.tile);
         EXPECT_EQ(plan.host_blocked, not_staged && host);
         EXPECT_EQ(plan.device_fused,
-                  not_staged && !host && p.tile == 2 && Impl::winograd_fusable<Space, T>);
+                  (not_staged && !host && p.tile == 2 && Impl::winograd_fusable<Space, T>));
         const double err =
             relative_error(to_host(pr.y), pr.c.bias ? host_conv2d(p.c, pr.xv, pr.wv, pr.bv)
                                                     : host_conv2d(p.c, pr.xv, pr.wv, {}));
