@@ -142,7 +142,15 @@ inline WinogradPlan plan_winograd(const char* op, const Conv2dProblem& pb, std::
                                   int host_threads, const WinogradTuning& tuning,
                                   bool fusable = false) {
   WinogradPlan plan;
-  plan.device_fused = !host && fusable && tuning.device_fused && tuning.tile != 4;
+  constexpr std::int64_t int_max = std::numeric_limits<int>::max();
+  // The fused kernel takes 32-bit extents and one team per 64 filters x 32 tiles of 2x2
+  // outputs in a launch of at most int_max teams; beyond those, the staged pipeline.
+  const std::int64_t fused_teams =
+      (pb.M + WinogradFusedShape::BK - 1) / WinogradFusedShape::BK *
+      ((pb.N * ((pb.P + 1) / 2) * ((pb.Q + 1) / 2) + WinogradFusedShape::BN - 1) /
+       WinogradFusedShape::BN);
+  plan.device_fused = !host && fusable && tuning.device_fused && tuning.tile != 4 &&
+                      std::max({pb.H, pb.W, pb.P, pb.Q}) <= int_max && fused_teams <= int_max;
   plan.tile = tuning.tile ? tuning.tile : plan.device_fused ? 2 : winograd_tile(pb);
   throw_if(plan.tile != 2 && plan.tile != 4, op, "internal: Winograd tile ", plan.tile);
   plan.alpha = plan.tile + 2;
@@ -150,7 +158,6 @@ inline WinogradPlan plan_winograd(const char* op, const Conv2dProblem& pb, std::
   plan.tiles_h = (pb.P + plan.tile - 1) / plan.tile;
   plan.tiles_w = (pb.Q + plan.tile - 1) / plan.tile;
   plan.tiles = pb.N * plan.tiles_h * plan.tiles_w;
-  constexpr std::int64_t int_max = std::numeric_limits<int>::max();
   throw_if(pb.M > int_max || pb.C > int_max, op,
            "ConvAlgo::Winograd: the GEMMs take 32-bit extents (M = ", pb.M, ", C = ", pb.C, ")");
   if (plan.device_fused) {
@@ -161,11 +168,6 @@ inline WinogradPlan plan_winograd(const char* op, const Conv2dProblem& pb, std::
              "ConvAlgo::Winograd: the workspace limit of ", limit_bytes,
              " bytes is too small; this problem needs at least ", plan.u_bytes + kScratchAlign,
              " bytes (the transformed filters)");
-    const std::int64_t league =
-        (pb.M + WinogradFusedShape::BK - 1) / WinogradFusedShape::BK *
-        ((plan.tiles + WinogradFusedShape::BN - 1) / WinogradFusedShape::BN);
-    throw_if(league > int_max, op, "ConvAlgo::Winograd: ", plan.tiles, " tiles of 2x2 outputs x ",
-             pb.M, " filters exceed the launch limit; split the batch");
     plan.slots = 0;
     plan.chunk_tiles = plan.tiles;
     plan.chunks = 1;
@@ -250,8 +252,9 @@ void conv2d_winograd_run(const ExecSpace& space, const XView& x, const WView& w,
     if (plan.device_fused) {
       // U in the fused kernel's order ([xi][c][k], k fastest, whatever the layout).
       const auto f = WinogradFusedFilterLayout::of(pb.C, pb.M);
-      const WinogradFilterTransform<Layout::NHWC, Tile, T, Acc> filters{
-          w.data(), logical_strides<L>(w), u, pb.M, pb.C, f.filters_pad, 1, f.channels_pad};
+      using Filters = WinogradFilterTransform<Layout::NHWC, Tile, T, Acc>;
+      const WinogradFusedFilterTransform<Filters> filters{Filters{
+          w.data(), logical_strides<L>(w), u, pb.M, pb.C, f.filters_pad, 1, f.channels_pad}};
       Kokkos::parallel_for("kcnn::conv2d::winograd::filter_transform",
                            Range(space, 0, filters.items()), filters);
       using Shape = WinogradFusedShape;
