@@ -187,17 +187,27 @@ TEST(AlgoSelect, HeuristicRulesWithEveryAlgorithm) {
        "device_unit_stride_few_filters"},
       {problem(10000, 4, 40, 40, 16, 7, 7, 2), Target::Device, ConvAlgo::ImplicitGemm,
        "device_default"},
-      {problem(64, 64, 56, 56, 64, 3, 3, 1, 1), Target::Device, ConvAlgo::Tiled,
-       "device_unit_stride_nchw_mid_filters"},
-      {problem(64, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), Target::Device, ConvAlgo::Tiled,
+      {problem(64, 64, 56, 56, 64, 3, 3, 1, 1), Target::Device, ConvAlgo::Winograd,
+       "device_winograd"},
+      {problem(64, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), Target::Device, ConvAlgo::Winograd,
+       "device_winograd"},
+      {problem(64, 64, 56, 56, 16, 3, 3, 1, 1), Target::Device, ConvAlgo::Tiled,
+       "device_unit_stride_few_filters"},
+      {problem(64, 64, 56, 56, 16, 3, 3, 1, 1, Layout::NHWC), Target::Device, ConvAlgo::Tiled,
+       "device_unit_stride_few_filters"},
+      {problem(64, 16, 56, 56, 64, 5, 5, 1, 2, Layout::NHWC), Target::Device, ConvAlgo::Tiled,
        "device_nhwc_direct"},
       {problem(61, 3, 127, 131, 29, 5, 5, 1, 2, Layout::NHWC), Target::Device, ConvAlgo::Tiled,
        "device_nhwc_direct"},
-      {problem(64, 128, 28, 28, 128, 3, 3, 1, 1), Target::Device, ConvAlgo::Im2colGemm,
+      {problem(64, 128, 28, 28, 128, 3, 3, 1, 1), Target::Device, ConvAlgo::Winograd,
+       "device_winograd_long_reduction"},
+      {problem(64, 128, 28, 28, 128, 3, 3, 1, 1, Layout::NHWC), Target::Device, ConvAlgo::Winograd,
+       "device_winograd_long_reduction"},
+      {problem(32, 512, 7, 7, 512, 3, 3, 1, 1), Target::Device, ConvAlgo::Winograd,
+       "device_winograd_long_reduction"},
+      {problem(8, 512, 7, 7, 512, 3, 3, 1, 1), Target::Device, ConvAlgo::Im2colGemm,
        "device_wide_gemm"},
-      {problem(64, 128, 28, 28, 128, 3, 3, 1, 1, Layout::NHWC), Target::Device,
-       ConvAlgo::Im2colGemm, "device_wide_gemm"},
-      {problem(32, 512, 7, 7, 512, 3, 3, 1, 1), Target::Device, ConvAlgo::Im2colGemm,
+      {problem(64, 128, 28, 28, 128, 3, 3, 2, 1), Target::Device, ConvAlgo::Im2colGemm,
        "device_wide_gemm"},
       {problem(64, 256, 56, 56, 64, 1, 1), Target::Device, ConvAlgo::ImplicitGemm,
        "device_default"},
@@ -378,6 +388,50 @@ TEST(AlgoSelect, MathModeRules) {
             ConvAlgo::TensorCoreGemm);
   EXPECT_EQ(select_for(c256_nchw, Target::Device, kEverything, generic, dbl).algo,
             ConvAlgo::Im2colGemm);
+}
+
+// Winograd's fused GPU kernel (TUNING.md, "GPU, float: Winograd"): float 3x3 stride-1
+// undilated unpooled layers outside TF32 math, from 16 channels with 64+ filters filling
+// two thirds of their blocks of 64 (or 32-63 filters with 64+ channels), with 64+ teams
+// of 64 filters x 32 2x2 tiles or at most 64 channels.
+TEST(AlgoSelect, DeviceWinogradRule) {
+  using kcnn::MathMode;
+  auto pick = [](Conv2dProblem pb) { return select_for(pb, Target::Device, kEverything); };
+  for (Layout l : {Layout::NCHW, Layout::NHWC}) {
+    SCOPED_TRACE(kcnn::to_string(l));
+    for (const auto& pb : {problem(64, 16, 56, 56, 64, 3, 3, 1, 1, l),  // C at its minimum
+                           problem(64, 64, 56, 56, 32, 3, 3, 1, 1, l),  // 32 filters, 64 ch
+                           problem(64, 64, 56, 56, 96, 3, 3, 1, 1, l),  // blocks 3/4 full
+                           problem(1, 64, 56, 56, 64, 3, 3, 1, 1, l),   // 25 teams, 64 ch
+                           problem(3, 17, 29, 31, 89, 3, 3, 1, 0, l)})  // primes; 89 of 128
+      EXPECT_EQ(pick(pb).algo, ConvAlgo::Winograd) << pb.N << " " << pb.C << " " << pb.M;
+    for (const auto& pb : {problem(64, 8, 56, 56, 64, 3, 3, 1, 1, l),    // too few channels
+                           problem(64, 32, 56, 56, 32, 3, 3, 1, 1, l),   // 32 filters, 32 ch
+                           problem(64, 64, 56, 56, 65, 3, 3, 1, 1, l),   // blocks half empty
+                           problem(1, 256, 14, 14, 256, 3, 3, 1, 1, l),  // 8 teams, 256 ch
+                           problem(64, 64, 56, 56, 64, 3, 3, 2, 1, l),   // stride 2
+                           problem(64, 64, 56, 56, 64, 5, 5, 1, 2, l)})  // 5x5
+      EXPECT_NE(pick(pb).algo, ConvAlgo::Winograd) << pb.N << " " << pb.C << " " << pb.M;
+    auto c64 = problem(64, 64, 56, 56, 64, 3, 3, 1, 1, l);
+    EXPECT_NE(pick(pooled(c64, 2)).algo, ConvAlgo::Winograd);
+    auto tf32 = problem(8, 64, 56, 56, 32, 3, 3, 1, 1, l);  // TF32: cuBLAS or the tensor cores
+    tf32.math = MathMode::TF32;
+    EXPECT_NE(pick(tf32).algo, ConvAlgo::Winograd);
+    // Without Winograd (or where it cannot run) the rule's next choices: Tiled here,
+    // cuBLAS on the long reductions.
+    const AlgoSet without{ConvAlgo::Reference, ConvAlgo::Tiled, ConvAlgo::Im2colGemm,
+                          ConvAlgo::ImplicitGemm};
+    EXPECT_EQ(select_for(c64, Target::Device, without).algo, ConvAlgo::Tiled);
+    EXPECT_EQ(
+        select_for(problem(64, 256, 14, 14, 256, 3, 3, 1, 1, l), Target::Device, without).algo,
+        ConvAlgo::Im2colGemm);
+    // Other element types keep their rules; the host never takes this one.
+    EXPECT_NE(select_for(c64, Target::Device, kEverything, kcnn::Impl::HostIsa::Generic,
+                         kcnn::Impl::ElementKind::Float64)
+                  .algo,
+              ConvAlgo::Winograd);
+    EXPECT_STRNE(select_for(c64, Target::Host, kEverything).reason, "device_winograd");
+  }
 }
 
 // Whatever the build implements, the heuristic only picks from it.

@@ -185,6 +185,20 @@ inline constexpr std::int64_t kWinogradMinChannelsHost = 32;
 inline constexpr std::int64_t kWinogradMaxChannelsHost = 256;
 inline constexpr std::int64_t kWinogradMaxFiltersHost = 256;
 inline constexpr std::int64_t kWinogradMinTilesHost = 128;
+/// GPU (CUDA), float, 3x3 stride-1 undilated unpooled layers outside TF32 math:
+/// Winograd's fused F(2x2) kernel leads Tiled and ImplicitGemm (TUNING.md, session 35,
+/// H200) with at least kWinogradMinChannelsDevice channels and either
+/// kWinogradMinFiltersDevice filters or more filling at least two thirds of its blocks of
+/// kWinogradFilterBlockDevice, or from kWinogradMinFiltersDevice / 2 filters with
+/// kWinogradWideChannelsDevice channels; and with at least kWinogradMinTeamsDevice teams
+/// or at most kWinogradWideChannelsDevice channels (a team's steps run in sequence: the
+/// 256- and 512-channel layers at batch 1 and 8, 8 and 32 teams, trailed ImplicitGemm).
+inline constexpr std::int64_t kWinogradMinChannelsDevice = 16;
+inline constexpr std::int64_t kWinogradMinFiltersDevice = 64;
+inline constexpr std::int64_t kWinogradWideChannelsDevice = 64;
+inline constexpr std::int64_t kWinogradFilterBlockDevice = 64;
+inline constexpr std::int64_t kWinogradTileBlockDevice = 32;
+inline constexpr std::int64_t kWinogradMinTeamsDevice = 64;
 /// Host, unit stride: up to this reduction length Tiled's direct kernel leads.
 inline constexpr std::int64_t kShortReductionHost = 256;
 /// Host, AVX-512 + AMX (Intel Xeon), NCHW at unit stride: from this reduction length
@@ -215,6 +229,22 @@ inline bool unit_stride_and_dilation(const Conv2dProblem& pb) {
 /// 3x3 at stride 1 without dilation: the geometry ConvAlgo::Winograd computes.
 inline bool is_winograd_3x3(const Conv2dProblem& pb) {
   return pb.R == 3 && pb.S == 3 && unit_stride_and_dilation(pb);
+}
+
+/// Whether Winograd's fused GPU kernel leads on pb (see kWinogradMinChannelsDevice).
+inline bool winograd_leads_on_device(const Conv2dProblem& pb) {
+  if (!is_winograd_3x3(pb) || pb.has_pool || pb.math == MathMode::TF32 ||
+      pb.C < kWinogradMinChannelsDevice)
+    return false;
+  const std::int64_t blocks = (pb.M + kWinogradFilterBlockDevice - 1) / kWinogradFilterBlockDevice;
+  const bool filters =
+      pb.M >= kWinogradMinFiltersDevice
+          ? 3 * pb.M >= 2 * blocks * kWinogradFilterBlockDevice
+          : 2 * pb.M >= kWinogradMinFiltersDevice && pb.C >= kWinogradWideChannelsDevice;
+  const std::int64_t tiles = pb.N * ((pb.P + 1) / 2) * ((pb.Q + 1) / 2);
+  const std::int64_t teams =
+      blocks * ((tiles + kWinogradTileBlockDevice - 1) / kWinogradTileBlockDevice);
+  return filters && (teams >= kWinogradMinTeamsDevice || pb.C <= kWinogradWideChannelsDevice);
 }
 
 /// Output tiles of 4x4 over the batch: the work Winograd's F(4x4) spreads over threads.
@@ -329,6 +359,21 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
        [](P, C c) { return c.element == ElementKind::Float64; },
        {A::ImplicitGemm, A::Tiled, A::Im2colGemm, A::Reference}},
       // --- GPUs, float ----------------------------------------------------------------
+      // 3x3 stride-1 layers with enough channels and filters, outside TF32: Winograd's
+      // fused kernel (session 35, TUNING.md); where it cannot run (its workspace), what
+      // the rules below pick for the measured layers: cuBLAS for the long reductions of
+      // many filters, else Tiled.
+      {"device_winograd_long_reduction",
+       D,
+       [](P pb, C c) {
+         return c.element == ElementKind::Float32 && winograd_leads_on_device(pb) &&
+                reduction_length(pb) >= kWideGemmReductionDevice && pb.M >= kWideGemmFiltersDevice;
+       },
+       {A::Winograd, A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
+      {"device_winograd",
+       D,
+       [](P pb, C c) { return c.element == ElementKind::Float32 && winograd_leads_on_device(pb); },
+       {A::Winograd, A::Tiled, A::ImplicitGemm, A::Im2colGemm, A::Reference}},
       {"device_few_filters",
        D,
        [](P pb, C) { return pb.M <= kFewFiltersDevice; },
