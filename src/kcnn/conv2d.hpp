@@ -112,9 +112,13 @@ constexpr void static_check_conv2d_views() {
 /// are transformed on every call into the cached workspace (36 M C values; a budget
 /// below them plus one tile throws kcnn::Error). Host backends run each block of tiles
 /// on one thread (input transform, 36 GEMMs on a register-blocked micro-kernel, output
-/// transform with bias and activation, within its caches); GPUs run an input-transform
-/// kernel, 36 cuBLAS GEMMs (strict fp32 or fp64) and an output-transform kernel per
-/// chunk of tiles in the workspace. Its pooling is a second pass. Accuracy (measured on
+/// transform with bias and activation, within its caches). On CUDA, float tensors take
+/// F(2x2, 3x3) (2^-19 of sum_k |w_k x_k|) in one fused kernel: the input transform in its
+/// tile loader, the output transform, bias and activation in its epilogue, only the
+/// transformed filters (16 M C values) in the workspace. Other GPU cases (double, 16-bit
+/// tensors) run an input-transform kernel, the transform-domain GEMMs on cuBLAS (strict
+/// fp32 or fp64) and an output-transform kernel per chunk of tiles in the workspace. Its
+/// pooling is a second pass. Accuracy (measured on
 /// random inputs): every output within 2^-16 (F(4x4); F(2x2): 2^-19) of sum_k |w_k x_k|
 /// of the exact result, about 10x the rounding of a direct sum; at most 4e-5 of the
 /// output's magnitude at 4,096 channels. An output's error depends on its tile's whole
