@@ -138,15 +138,16 @@ TEST_P(WinogradForced, MatchesDoubleReference) {
       tuning.host_blocked = not_staged;
       tuning.host_block_bytes = block_bytes;
       tuning.device_fused = not_staged;
+      const bool blocked_or_fused = not_staged;  // a lambda captures bindings from C++20 on
       auto check = [&](auto type_tag) {
         using T = decltype(type_tag);
         SCOPED_TRACE((std::is_same_v<T, float> ? "float" : "double"));
         Problem<T, Space> pr(p.c);
         const auto plan = pr.run(space, tuning);
         EXPECT_EQ(plan.tile, p.tile);
-        EXPECT_EQ(plan.host_blocked, not_staged && host);
+        EXPECT_EQ(plan.host_blocked, blocked_or_fused && host);
         EXPECT_EQ(plan.device_fused,
-                  (not_staged && !host && p.tile == 2 && Impl::winograd_fusable<Space, T>));
+                  (blocked_or_fused && !host && p.tile == 2 && Impl::winograd_fusable<Space, T>));
         const double err =
             relative_error(to_host(pr.y), pr.c.bias ? host_conv2d(p.c, pr.xv, pr.wv, pr.bv)
                                                     : host_conv2d(p.c, pr.xv, pr.wv, {}));
