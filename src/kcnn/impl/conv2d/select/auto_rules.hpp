@@ -20,6 +20,7 @@
 #include "../dispatch.hpp"
 #include "../registry.hpp"
 #include "../tensor_core/few_channels_launch.hpp"
+#include "../winograd/device_fused.hpp"
 #include "algo_cache.hpp"
 
 namespace kcnn::Impl {
@@ -189,15 +190,13 @@ inline constexpr std::int64_t kWinogradMinTilesHost = 128;
 /// Winograd's fused F(2x2) kernel leads Tiled and ImplicitGemm (TUNING.md, session 35,
 /// H200) with at least kWinogradMinChannelsDevice channels and either
 /// kWinogradMinFiltersDevice filters or more filling at least two thirds of its blocks of
-/// kWinogradFilterBlockDevice, or from kWinogradMinFiltersDevice / 2 filters with
+/// WinogradFusedShape::BK, or from kWinogradMinFiltersDevice / 2 filters with
 /// kWinogradWideChannelsDevice channels; and with at least kWinogradMinTeamsDevice teams
 /// or at most kWinogradWideChannelsDevice channels (a team's steps run in sequence: the
 /// 256- and 512-channel layers at batch 1 and 8, 8 and 32 teams, trailed ImplicitGemm).
 inline constexpr std::int64_t kWinogradMinChannelsDevice = 16;
 inline constexpr std::int64_t kWinogradMinFiltersDevice = 64;
 inline constexpr std::int64_t kWinogradWideChannelsDevice = 64;
-inline constexpr std::int64_t kWinogradFilterBlockDevice = 64;
-inline constexpr std::int64_t kWinogradTileBlockDevice = 32;
 inline constexpr std::int64_t kWinogradMinTeamsDevice = 64;
 /// Host, unit stride: up to this reduction length Tiled's direct kernel leads.
 inline constexpr std::int64_t kShortReductionHost = 256;
@@ -236,14 +235,12 @@ inline bool winograd_leads_on_device(const Conv2dProblem& pb) {
   if (!is_winograd_3x3(pb) || pb.has_pool || pb.math == MathMode::TF32 ||
       pb.C < kWinogradMinChannelsDevice)
     return false;
-  const std::int64_t blocks = (pb.M + kWinogradFilterBlockDevice - 1) / kWinogradFilterBlockDevice;
-  const bool filters =
-      pb.M >= kWinogradMinFiltersDevice
-          ? 3 * pb.M >= 2 * blocks * kWinogradFilterBlockDevice
-          : 2 * pb.M >= kWinogradMinFiltersDevice && pb.C >= kWinogradWideChannelsDevice;
-  const std::int64_t tiles = pb.N * ((pb.P + 1) / 2) * ((pb.Q + 1) / 2);
-  const std::int64_t teams =
-      blocks * ((tiles + kWinogradTileBlockDevice - 1) / kWinogradTileBlockDevice);
+  using Shape = WinogradFusedShape;
+  const std::int64_t blocks = (pb.M + Shape::BK - 1) / Shape::BK;
+  const bool filters = pb.M >= kWinogradMinFiltersDevice ? 3 * pb.M >= 2 * blocks * Shape::BK
+                                                         : 2 * pb.M >= kWinogradMinFiltersDevice &&
+                                                               pb.C >= kWinogradWideChannelsDevice;
+  const std::int64_t teams = Shape::teams(pb.M, pb.N, pb.P, pb.Q);
   return filters && (teams >= kWinogradMinTeamsDevice || pb.C <= kWinogradWideChannelsDevice);
 }
 

@@ -92,6 +92,12 @@ struct WinogradFusedShape {
   static constexpr int epilogue_floats = z_floats + y_floats;
   static constexpr int scratch_floats =
       mainloop_floats > epilogue_floats ? mainloop_floats : epilogue_floats;
+  /// Teams for M filters over the N x ceil(P / 2) x ceil(Q / 2) output tiles (the
+  /// planner's, the launch's and Auto's count).
+  static constexpr std::int64_t teams(std::int64_t M, std::int64_t N, std::int64_t P,
+                                      std::int64_t Q) {
+    return (M + BK - 1) / BK * ((N * ((P + 1) / 2) * ((Q + 1) / 2) + BN - 1) / BN);
+  }
   /// Bytes: the floats, the tiles' output places, 16 of alignment slack.
   static constexpr std::size_t scratch_bytes =
       sizeof(float) * scratch_floats + BN * (sizeof(std::int64_t) + 2 * sizeof(int)) + 16;

@@ -145,10 +145,7 @@ inline WinogradPlan plan_winograd(const char* op, const Conv2dProblem& pb, std::
   constexpr std::int64_t int_max = std::numeric_limits<int>::max();
   // The fused kernel takes 32-bit extents and one team per 64 filters x 32 tiles of 2x2
   // outputs in a launch of at most int_max teams; beyond those, the staged pipeline.
-  const std::int64_t fused_teams =
-      (pb.M + WinogradFusedShape::BK - 1) / WinogradFusedShape::BK *
-      ((pb.N * ((pb.P + 1) / 2) * ((pb.Q + 1) / 2) + WinogradFusedShape::BN - 1) /
-       WinogradFusedShape::BN);
+  const std::int64_t fused_teams = WinogradFusedShape::teams(pb.M, pb.N, pb.P, pb.Q);
   plan.device_fused = !host && fusable && tuning.device_fused && tuning.tile != 4 &&
                       std::max({pb.H, pb.W, pb.P, pb.Q}) <= int_max && fused_teams <= int_max;
   plan.tile = tuning.tile ? tuning.tile : plan.device_fused ? 2 : winograd_tile(pb);
@@ -259,7 +256,7 @@ void conv2d_winograd_run(const ExecSpace& space, const XView& x, const WView& w,
                            Range(space, 0, filters.items()), filters);
       using Shape = WinogradFusedShape;
       const int m_blocks = static_cast<int>(f.filters_pad / Shape::BK);
-      const auto league = static_cast<int>(m_blocks * ((plan.tiles + Shape::BN - 1) / Shape::BN));
+      const auto league = static_cast<int>(Shape::teams(pb.M, pb.N, pb.P, pb.Q));
       auto launch = [&](auto vector_copies, auto unit_columns) {
         using Kernel = WinogradFusedKernel<L, decltype(vector_copies)::value,
                                            decltype(unit_columns)::value, T, Bias, Y>;
