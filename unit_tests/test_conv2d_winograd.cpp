@@ -77,6 +77,8 @@ std::vector<ConvCase> winograd_shapes() {
       // The fused GPU kernel's team blocks: 64 filters x 32 tiles, 2 channels a step.
       {"m65_c3_tiles33", 1, 3, 12, 22, 65, 3, 3, 1, 1, 1, 1},
       {"m129_c5_tiles70", 2, 5, 14, 20, 129, 3, 3, 1, 1, 0, 0},
+      // 12 channels: NHWC's 16-byte channel runs, the last step's second run past C.
+      {"c12_m70", 2, 12, 11, 13, 70, 3, 3, 1, 1, 1, 1},
   };
 }
 
@@ -160,6 +162,33 @@ TEST_P(WinogradForced, MatchesDoubleReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, WinogradForced, ::testing::ValuesIn(forced_params()), forced_name);
+
+// Float LayoutLeft Views, both layouts: on CUDA the fused kernel's general paths (NCHW x
+// without adjacent columns, NHWC x without adjacent channels: element copies).
+TEST(WinogradViews, LayoutLeftFloatMatchesReference) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  using Left4 = Kokkos::View<float****, Kokkos::LayoutLeft, Space::memory_space>;
+  for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+    SCOPED_TRACE(kcnn::to_string(layout));
+    ConvCase c{"layout_left", 3, 13, 11, 17, 67, 3, 3, 1, 1, 1, 1};
+    c.layout = layout;
+    c.bias = true;
+    Problem<float, Space> pr(c);
+    auto left = [](const auto& right) {
+      Left4 l("left", right.extent(0), right.extent(1), right.extent(2), right.extent(3));
+      Kokkos::deep_copy(l, right);
+      return l;
+    };
+    const Left4 x = left(pr.x), w = left(pr.w);
+    Left4 y = left(pr.y);  // poisoned
+    auto params = c.params();
+    params.algo = ConvAlgo::Winograd;
+    kcnn::conv2d_forward(Space(), x, w, pr.bias, y, params);
+    Kokkos::deep_copy(pr.y, y);
+    EXPECT_LE(relative_error(to_host(pr.y), host_conv2d(c, pr.xv, pr.wv, pr.bv)),
+              tolerance<float>());
+  }
+}
 
 /// The error bound the tile choice rests on (winograd.hpp): every output within
 /// bound x sum_k |w_k x_k| of the exact convolution of the same float inputs, F(4x4)
