@@ -14,21 +14,28 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <vector>
 #include <kcnn/impl/conv2d/winograd/winograd.hpp>
 #include <kcnn/kcnn.hpp>
+#include <vector>
 namespace drv {
 using namespace kcnn;
 using namespace kcnn::Impl;
 using Space = Kokkos::DefaultExecutionSpace;
 using V4 = Kokkos::View<float****, Kokkos::LayoutRight>;
 
-struct Case { int N, C, H, W, M, pad; Layout L; bool bias; Activation act; };
+struct Case {
+  int N, C, H, W, M, pad;
+  Layout L;
+  bool bias;
+  Activation act;
+};
 
 // Device time (CUDA events around one call on the space's stream, as kcnn_perf's
 // --timing device and PyTorch's events around F.conv2d), median of reps.
-template <class F> double time_ms(F f, int reps) {
-  f(); Kokkos::fence();
+template <class F>
+double time_ms(F f, int reps) {
+  f();
+  Kokkos::fence();
   cudaStream_t stream = Kokkos::Cuda().cuda_stream();
   cudaEvent_t a, b;
   cudaEventCreate(&a);
@@ -51,14 +58,27 @@ template <class F> double time_ms(F f, int reps) {
 
 Conv2dProblem problem(const Case& c) {
   Conv2dProblem pb;
-  pb.N = c.N; pb.C = c.C; pb.H = c.H; pb.W = c.W; pb.M = c.M; pb.R = 3; pb.S = 3;
-  pb.pad_h = pb.pad_w = c.pad; pb.P = c.H + 2 * c.pad - 2; pb.Q = c.W + 2 * c.pad - 2;
-  pb.layout = c.L; pb.has_bias = c.bias; pb.activation = c.act;
+  pb.N = c.N;
+  pb.C = c.C;
+  pb.H = c.H;
+  pb.W = c.W;
+  pb.M = c.M;
+  pb.R = 3;
+  pb.S = 3;
+  pb.pad_h = pb.pad_w = c.pad;
+  pb.P = c.H + 2 * c.pad - 2;
+  pb.Q = c.W + 2 * c.pad - 2;
+  pb.layout = c.L;
+  pb.has_bias = c.bias;
+  pb.activation = c.act;
   pb.workspace_limit_bytes = std::size_t(1) << 33;
   return pb;
 }
 
-struct Tensors { V4 x, w, y; Kokkos::View<float*> b; };
+struct Tensors {
+  V4 x, w, y;
+  Kokkos::View<float*> b;
+};
 Tensors make(const Case& c, const Conv2dProblem& pb, unsigned seed) {
   auto dims = [&](int n, int ch, int h, int w) {
     return c.L == Layout::NCHW ? std::array<int, 4>{n, ch, h, w} : std::array<int, 4>{n, h, w, ch};
@@ -77,7 +97,8 @@ Tensors make(const Case& c, const Conv2dProblem& pb, unsigned seed) {
 bool check(const Case& c, bool fused) {
   Conv2dProblem pb = problem(c);
   Tensors t = make(c, pb, 7 + c.C + c.M);
-  WinogradTuning tu; tu.device_fused = fused;
+  WinogradTuning tu;
+  tu.device_fused = fused;
   conv2d_winograd(Space(), t.x, t.w, t.b, t.y, pb, tu);
   Kokkos::fence();
   auto x = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), t.x);
@@ -88,22 +109,31 @@ bool check(const Case& c, bool fused) {
   auto X = [&](int n, int ch, int h, int ww) { return nchw ? x(n, ch, h, ww) : x(n, h, ww, ch); };
   auto Wt = [&](int m, int ch, int r, int s) { return nchw ? w(m, ch, r, s) : w(m, r, s, ch); };
   auto Y = [&](int n, int m, int p, int q) { return nchw ? y(n, m, p, q) : y(n, p, q, m); };
-  double worst = 0, mag = 0; long bad = 0;
-  for (int n = 0; n < c.N; n++) for (int m = 0; m < c.M; m++) for (int p = 0; p < pb.P; p++) for (int q = 0; q < pb.Q; q++) {
-    double s = c.bias ? b(m) : 0, a = c.bias ? std::fabs(b(m)) : 0;
-    for (int ch = 0; ch < c.C; ch++) for (int r = 0; r < 3; r++) for (int ss = 0; ss < 3; ss++) {
-      int h = p - c.pad + r, ww = q - c.pad + ss;
-      if (h < 0 || h >= c.H || ww < 0 || ww >= c.W) continue;
-      double v = double(X(n, ch, h, ww)) * Wt(m, ch, r, ss); s += v; a += std::fabs(v);
-    }
-    if (c.act == Activation::ReLU) s = std::max(0.0, s);
-    double e = std::fabs(s - Y(n, m, p, q));
-    if (!(e <= 1e-5 * a + 1e-6)) bad++;
-    if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
-    mag = std::max(mag, std::fabs(s));
-  }
+  double worst = 0, mag = 0;
+  long bad = 0;
+  for (int n = 0; n < c.N; n++)
+    for (int m = 0; m < c.M; m++)
+      for (int p = 0; p < pb.P; p++)
+        for (int q = 0; q < pb.Q; q++) {
+          double s = c.bias ? b(m) : 0, a = c.bias ? std::fabs(b(m)) : 0;
+          for (int ch = 0; ch < c.C; ch++)
+            for (int r = 0; r < 3; r++)
+              for (int ss = 0; ss < 3; ss++) {
+                int h = p - c.pad + r, ww = q - c.pad + ss;
+                if (h < 0 || h >= c.H || ww < 0 || ww >= c.W) continue;
+                double v = double(X(n, ch, h, ww)) * Wt(m, ch, r, ss);
+                s += v;
+                a += std::fabs(v);
+              }
+          if (c.act == Activation::ReLU) s = std::max(0.0, s);
+          double e = std::fabs(s - Y(n, m, p, q));
+          if (!(e <= 1e-5 * a + 1e-6)) bad++;
+          if (!(e <= worst)) worst = std::isnan(e) ? INFINITY : e;
+          mag = std::max(mag, std::fabs(s));
+        }
   printf("%s N%d C%d %dx%d M%d pad%d %s bias%d: max err %.3g (mag %.3g) bad %ld\n",
-         fused ? "fused " : "staged", c.N, c.C, c.H, c.W, c.M, c.pad, nchw ? "NCHW" : "NHWC", c.bias, worst, mag, bad);
+         fused ? "fused " : "staged", c.N, c.C, c.H, c.W, c.M, c.pad, nchw ? "NCHW" : "NHWC",
+         c.bias, worst, mag, bad);
   return bad == 0;
 }
 
@@ -121,7 +151,8 @@ int run() {
         {5, 8, 4, 4, 3, 0, Layout::NHWC, false, Activation::Identity},
         {1, 2, 3, 3, 2, 0, Layout::NCHW, false, Activation::Identity},
     };
-    for (auto& c : cases) ok = check(c, true) && ok;
+    for (auto& c : cases)
+      ok = check(c, true) && ok;
     ok = check(cases[4], false) && ok;
   }
   printf(ok ? "CHECK OK\n" : "CHECK FAILED\n");
@@ -131,17 +162,24 @@ int run() {
                               {64, 128, 28, 28, 128, 1, Layout::NCHW, true, Activation::ReLU},
                               {64, 256, 14, 14, 256, 1, Layout::NCHW, true, Activation::ReLU},
                               {32, 512, 7, 7, 512, 1, Layout::NCHW, true, Activation::ReLU}};
-  for (Layout L : {Layout::NCHW, Layout::NHWC}) for (auto c : layers) {
-    c.L = L; c.bias = false; c.act = Activation::Identity;
-    Conv2dProblem pb = problem(c);
-    Tensors t = make(c, pb, 1);
-    WinogradTuning f; WinogradTuning s; s.device_fused = false;
-    double tf = time_ms([&] { conv2d_winograd(Space(), t.x, t.w, t.b, t.y, pb, f); }, reps);
-    double ts = getenv("NOSTAGED") ? 0 : time_ms([&] { conv2d_winograd(Space(), t.x, t.w, t.b, t.y, pb, s); }, reps);
-    double gf = 2.0 * c.N * pb.P * pb.Q * double(c.M) * c.C * 9 / 1e6;
-    printf("%s C%d %dx%d N%d: fused %.4f ms (%.1f eff TFLOP/s)  staged %.4f ms\n",
-           L == Layout::NCHW ? "NCHW" : "NHWC", c.C, c.H, c.W, c.N, tf, gf / tf / 1e3, ts);
-  }
+  for (Layout L : {Layout::NCHW, Layout::NHWC})
+    for (auto c : layers) {
+      c.L = L;
+      c.bias = false;
+      c.act = Activation::Identity;
+      Conv2dProblem pb = problem(c);
+      Tensors t = make(c, pb, 1);
+      WinogradTuning f;
+      WinogradTuning s;
+      s.device_fused = false;
+      double tf = time_ms([&] { conv2d_winograd(Space(), t.x, t.w, t.b, t.y, pb, f); }, reps);
+      double ts = getenv("NOSTAGED")
+                      ? 0
+                      : time_ms([&] { conv2d_winograd(Space(), t.x, t.w, t.b, t.y, pb, s); }, reps);
+      double gf = 2.0 * c.N * pb.P * pb.Q * double(c.M) * c.C * 9 / 1e6;
+      printf("%s C%d %dx%d N%d: fused %.4f ms (%.1f eff TFLOP/s)  staged %.4f ms\n",
+             L == Layout::NCHW ? "NCHW" : "NHWC", c.C, c.H, c.W, c.N, tf, gf / tf / 1e3, ts);
+    }
   return ok ? 0 : 1;
 }
 }  // namespace drv

@@ -9,23 +9,27 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <vector>
+#include <kcnn/impl/common/problem.hpp>
 #include <kcnn/impl/conv2d/implicit_gemm/implicit_gemm_algorithm.hpp>
 #include <kcnn/impl/conv2d/tiled/tiled_algorithm.hpp>
 #include <kcnn/impl/conv2d/winograd/winograd_algorithm.hpp>
-#include <kcnn/impl/common/problem.hpp>
+#include <vector>
 namespace drv {
 using namespace kcnn;
 using namespace kcnn::Impl;
 using Space = Kokkos::DefaultExecutionSpace;
 using V4 = Kokkos::View<float****, Kokkos::LayoutRight>;
-template <class F> double time_ms(F f, int reps) {
-  f(); Kokkos::fence();
+template <class F>
+double time_ms(F f, int reps) {
+  f();
+  Kokkos::fence();
   std::vector<double> t;
   for (int i = 0; i < reps; i++) {
     auto s = std::chrono::steady_clock::now();
-    f(); Kokkos::fence();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
+    f();
+    Kokkos::fence();
+    t.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -35,7 +39,8 @@ void layer(Layout L, int N, int C, int HW, int M) {
     return L == Layout::NCHW ? std::array<int, 4>{n, c, h, w} : std::array<int, 4>{n, h, w, c};
   };
   auto xd = dims(N, C, HW, HW), wd = dims(M, C, 3, 3), yd = dims(N, M, HW, HW);
-  V4 x("x", xd[0], xd[1], xd[2], xd[3]), w("w", wd[0], wd[1], wd[2], wd[3]), y("y", yd[0], yd[1], yd[2], yd[3]);
+  V4 x("x", xd[0], xd[1], xd[2], xd[3]), w("w", wd[0], wd[1], wd[2], wd[3]),
+      y("y", yd[0], yd[1], yd[2], yd[3]);
   Kokkos::View<float*> b("b", M);
   Kokkos::Random_XorShift64_Pool<> pool(1);
   Kokkos::fill_random(x, pool, -1.f, 1.f);
@@ -51,22 +56,28 @@ void layer(Layout L, int N, int C, int HW, int M) {
   auto yk = as_kernel_view<Space, true>(y);
   int reps = getenv("REPS") ? atoi(getenv("REPS")) : 15;
   auto run = [&](auto algo) {
-    return time_ms([&] { decltype(algo)::launch(Space(), xk, wk, bk, yk, pb, LaunchMode::Run); }, reps);
+    return time_ms([&] { decltype(algo)::launch(Space(), xk, wk, bk, yk, pb, LaunchMode::Run); },
+                   reps);
   };
   double tw = run(WinogradAlgorithm{});
   double tt = run(TiledAlgorithm{});
   double ti = run(ImplicitGemmAlgorithm{});
-  printf("%s N%d C%d M%d %dx%d: winograd %.4f tiled %.4f implicit_gemm %.4f ms  best other / winograd %.2f\n",
-         L == Layout::NCHW ? "NCHW" : "NHWC", N, C, M, HW, HW, tw, tt, ti, std::min(tt, ti) / tw);
+  printf(
+      "%s N%d C%d M%d %dx%d: winograd %.4f tiled %.4f implicit_gemm %.4f ms  best other / winograd "
+      "%.2f\n",
+      L == Layout::NCHW ? "NCHW" : "NHWC", N, C, M, HW, HW, tw, tt, ti, std::min(tt, ti) / tw);
 }
 int run() {
-  struct S { int N, C, HW, M; };
-  std::vector<S> s = {{64, 64, 56, 64}, {64, 128, 28, 128}, {64, 256, 14, 256}, {32, 512, 7, 512},
-                      {16, 32, 256, 32}, {64, 16, 56, 16}, {64, 32, 56, 32}, {64, 64, 56, 16},
-                      {64, 64, 56, 32}, {64, 16, 56, 64}, {64, 8, 56, 64}, {8, 64, 56, 64},
-                      {1, 64, 56, 64}, {1, 256, 14, 256}, {8, 512, 7, 512}, {64, 3, 224, 64}};
+  struct S {
+    int N, C, HW, M;
+  };
+  std::vector<S> s = {{64, 64, 56, 64},  {64, 128, 28, 128}, {64, 256, 14, 256}, {32, 512, 7, 512},
+                      {16, 32, 256, 32}, {64, 16, 56, 16},   {64, 32, 56, 32},   {64, 64, 56, 16},
+                      {64, 64, 56, 32},  {64, 16, 56, 64},   {64, 8, 56, 64},    {8, 64, 56, 64},
+                      {1, 64, 56, 64},   {1, 256, 14, 256},  {8, 512, 7, 512},   {64, 3, 224, 64}};
   for (Layout L : {Layout::NCHW, Layout::NHWC})
-    for (auto c : s) layer(L, c.N, c.C, c.HW, c.M);
+    for (auto c : s)
+      layer(L, c.N, c.C, c.HW, c.M);
   return 0;
 }
 }  // namespace drv
