@@ -283,7 +283,8 @@ void for_layouts_backends_and_types(const ConvCase& base, F&& f) {
 
 /// conv2d_backward_data on a CPU takes Tiled's register-blocked kernel (a forward
 /// convolution of dy with the rotated, transposed filters,
-/// impl/backward/conv2d_backward_data_direct.hpp) at unit stride with padding at most
+/// impl/backward/conv2d_backward_data_direct.hpp; these shapes are too small for the
+/// Winograd path, test_conv2d_winograd.cpp) at unit stride with padding at most
 /// (R - 1) x dilation, where its packed weights fit the workspace limit, and the GEMM path
 /// otherwise; both match the host gradient (dx poisoned first). The cases: the edges of
 /// the direct path's padding (0 and (R - 1) x dilation, per dimension), dilation with a

@@ -6,6 +6,7 @@
 // products; the tile the planner picks; refusals with their reasons, nothing written.
 #include "test_support.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -318,6 +319,210 @@ TEST(WinogradMathModes, Tf32ComputesStrictly) {
     }
     EXPECT_EQ(results[0], results[1]) << kcnn::to_string(layout);
     EXPECT_EQ(results[0], results[2]) << kcnn::to_string(layout);
+  }
+}
+
+/// The input gradient of case c from dy and w (both from fixed seeds) by
+/// conv2d_backward_data's Winograd path (impl/backward/conv2d_backward_data_winograd.hpp),
+/// forced (`always`) with `tuning`; dx poisoned first. Returns whether the path ran, and
+/// the gradient's relative error against the host's in `error`.
+template <class T, class Space>
+bool backward_data_through_winograd(const Space& space, const ConvCase& c,
+                                    const Impl::WinogradTuning& tuning, double& error) {
+  const auto wv = random_values(product(c.w_extents()), 81);
+  const auto dyv = random_values(product(c.y_extents()), 82);
+  auto w = make_tensor<T, Space>("w", c.w_extents(), wv);
+  auto dy = make_tensor<T, Space>("dy", c.y_extents(), dyv);
+  const auto xe = c.x_extents();
+  Tensor4<T, Space> dx("dx", xe[0], xe[1], xe[2], xe[3]);
+  poison(dx);
+  const auto pb = Impl::make_conv2d_backward_problem(
+      "test", dx, w, 0, dy, c.params(), Impl::ConvTensorNames{"dx", "w", "bias", "dy"});
+  const bool ran = Impl::conv2d_backward_data_winograd(
+      space, Impl::as_kernel_view<Space, false>(dy), Impl::as_kernel_view<Space, false>(w),
+      Impl::as_kernel_view<Space, true>(dx), pb, true, tuning);
+  space.fence();
+  const auto got = to_host(dx);
+  error = ran ? relative_error(got, host_backward_data(c, dyv, wv)) : 0;
+  if (!ran) {
+    EXPECT_TRUE(all_nan(got)) << "a refused backward data call wrote dx";
+  }
+  return ran;
+}
+
+// conv2d_backward_data's Winograd path, forced on the shapes above (padding 0, 1 and 2:
+// the forward convolution of dy with the rotated filters pads 2, 1 and 0), both tiles
+// (GPUs: float F(2x2) on the fused kernel), float and double, both layouts, both backends,
+// against the host gradient. Padding 3 has no such forward convolution: refused, dx
+// untouched.
+TEST(WinogradBackwardData, ForcedMatchesTheHostGradient) {
+  for (const auto& base : winograd_shapes())
+    for (Layout layout : {Layout::NCHW, Layout::NHWC})
+      for (Backend b : backends())
+        with_backend(b, [&](const auto& space) {
+          ConvCase c = base;
+          c.layout = layout;
+          SCOPED_TRACE(c.name + " " + kcnn::to_string(layout) + " " + backend_name(b));
+          for (int tile : {2, 4}) {
+            Impl::WinogradTuning tuning;
+            tuning.tile = tile;
+            double err = 0;
+            EXPECT_TRUE(backward_data_through_winograd<float>(space, c, tuning, err));
+            EXPECT_LE(err, tolerance<float>()) << "float, F" << tile;
+            EXPECT_TRUE(backward_data_through_winograd<double>(space, c, tuning, err));
+            EXPECT_LE(err, tolerance<double>()) << "double, F" << tile;
+          }
+        });
+  double err = 0;
+  EXPECT_FALSE(backward_data_through_winograd<float>(
+      Kokkos::DefaultExecutionSpace(), {"pad3", 1, 4, 6, 7, 5, 3, 3, 1, 1, 3, 3}, {}, err));
+}
+
+// The public conv2d_backward_data takes Winograd exactly where Auto would pick it for the
+// forward convolution with the rotated filters (backward_data_prefers_winograd: on GPUs
+// and AVX2 CPUs, float, enough channels and tiles), and its result matches the host
+// gradient either way; padding 3 never takes it.
+TEST(WinogradBackwardData, PublicCallTakesItWhereAutoPicksWinograd) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  const ConvCase cases[] = {{"resnet_like", 2, 64, 32, 32, 64, 3, 3, 1, 1, 1, 1},
+                            {"pad3", 1, 64, 20, 20, 64, 3, 3, 1, 1, 3, 3}};
+  for (const ConvCase& base : cases)
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+      ConvCase c = base;
+      c.layout = layout;
+      SCOPED_TRACE(c.name + " " + kcnn::to_string(layout));
+      const auto wv = random_values(product(c.w_extents()), 83);
+      const auto dyv = random_values(product(c.y_extents()), 84);
+      auto w = make_tensor<float, Space>("w", c.w_extents(), wv);
+      auto dy = make_tensor<float, Space>("dy", c.y_extents(), dyv);
+      const auto xe = c.x_extents();
+      Tensor4<float, Space> dx("dx", xe[0], xe[1], xe[2], xe[3]);
+      poison(dx);
+      const auto pb = Impl::make_conv2d_backward_problem(
+          "test", dx, w, 0, dy, c.params(), Impl::ConvTensorNames{"dx", "w", "bias", "dy"});
+      const bool prefers =
+          Impl::backward_data_prefers_winograd<Space, float>(Impl::backward_data_as_forward(pb));
+      if (c.pad_h == 3) {
+        EXPECT_FALSE(prefers);
+      }
+      const LaunchedKernels launched;
+      kcnn::conv2d_backward_data(Space(), dy, w, dx, c.params());
+      Space().fence();
+      EXPECT_EQ(launched.saw("kcnn::conv2d::winograd::filter_transform"), prefers);
+      EXPECT_LE(relative_error(to_host(dx), host_backward_data(c, dyv, wv)), tolerance<float>());
+    }
+}
+
+// kcnn::WinogradFilters: conv2d_forward with the filters transformed beforehand gives
+// the same bits as with w (same U, same kernels), pooled or not, float and double, both
+// layouts, both backends; after update() with other weights, the new weights' result.
+TEST(WinogradFilters, SameResultAsTheFiltersViewAndFollowUpdates) {
+  for (Backend b : backends())
+    with_backend(b, [&](const auto& space) {
+      using Space = std::decay_t<decltype(space)>;
+      SCOPED_TRACE(backend_name(b));
+      auto check = [&](auto type_tag, Layout layout, bool pooled) {
+        using T = decltype(type_tag);
+        ConvCase c{"prepared", 2, 19, 13, 11, 70, 3, 3, 1, 1, 1, 1};
+        c.layout = layout;
+        c.bias = true;
+        c.activation = Activation::ReLU;
+        SCOPED_TRACE(std::string(kcnn::to_string(layout)) + (pooled ? " pooled " : " ") +
+                     (std::is_same_v<T, float> ? "float" : "double"));
+        Problem<T, Space> pr(c);
+        auto params = c.params();
+        params.algo = ConvAlgo::Winograd;
+        if (pooled) params.pool = kcnn::Pool2dParams{kcnn::PoolMode::Max, 2, 2, 2, 2};
+        if (pooled) params.pool->layout = layout;
+        const int P = pooled ? c.P() / 2 : c.P(), Q = pooled ? c.Q() / 2 : c.Q();
+        const bool nhwc = layout == Layout::NHWC;
+        Tensor4<T, Space> want("want", c.N, nhwc ? P : c.M, nhwc ? Q : P, nhwc ? c.M : Q);
+        Tensor4<T, Space> got("got", want.extent(0), want.extent(1), want.extent(2),
+                              want.extent(3));
+        poison(want);
+        poison(got);
+        kcnn::conv2d_forward(space, pr.x, pr.w, pr.bias, want, params);
+        const kcnn::WinogradFilters<T, Space> filters(space, pr.w, params);
+        EXPECT_EQ(filters.filters(), c.M);
+        EXPECT_EQ(filters.channels(), c.C);
+        EXPECT_EQ(filters.layout(), layout);
+        EXPECT_GT(filters.bytes(), std::size_t(16) * c.M * c.C * sizeof(T) - 1);
+        params.algo = ConvAlgo::Auto;  // Auto with transformed filters is Winograd
+        kcnn::conv2d_forward(space, pr.x, filters, pr.bias, got, params);
+        space.fence();
+        const auto want_host = to_host(want);
+        EXPECT_FALSE(std::any_of(want_host.begin(), want_host.end(),
+                                 [](double v) { return std::isnan(v); }));
+        EXPECT_EQ(to_host(got), want_host);
+        if (!pooled) {
+          EXPECT_LE(relative_error(want_host, host_conv2d(c, pr.xv, pr.wv, pr.bv)), tolerance<T>());
+          // Other weights: update() transforms them; the call follows.
+          kcnn::WinogradFilters<T, Space> updated(space, pr.w, params);
+          const auto wv2 = random_values(product(c.w_extents()), 91);
+          auto w2 = make_tensor<T, Space>("w2", c.w_extents(), wv2);
+          updated.update(space, w2, params);
+          poison(got);
+          kcnn::conv2d_forward(space, pr.x, updated, pr.bias, got, params);
+          space.fence();
+          EXPECT_LE(relative_error(to_host(got), host_conv2d(c, pr.xv, wv2, pr.bv)),
+                    tolerance<T>());
+        }
+      };
+      for (Layout layout : {Layout::NCHW, Layout::NHWC})
+        for (bool pooled : {false, true}) {
+          check(float{}, layout, pooled);
+          check(double{}, layout, pooled);
+        }
+    });
+}
+
+// What WinogradFilters refuse, with their reasons; a refused call writes nothing.
+TEST(WinogradFilters, RefusalsNameTheirReason) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  ConvCase c{"refusals", 1, 5, 9, 9, 6, 3, 3, 1, 1, 1, 1};
+  Problem<float, Space> pr(c);
+  auto params = c.params();
+  auto refuses_into = [&](const Tensor4<float, Space>& y, auto call, const std::string& reason) {
+    poison(y);
+    try {
+      call();
+      ADD_FAILURE() << "no kcnn::Error for: " << reason;
+    } catch (const kcnn::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+    }
+    Space().fence();
+    EXPECT_TRUE(all_nan(to_host(y))) << "a refused call wrote y";
+  };
+  auto refuses = [&](auto call, const std::string& reason) { refuses_into(pr.y, call, reason); };
+  const kcnn::WinogradFilters<float, Space> empty;
+  refuses([&] { kcnn::conv2d_forward(Space(), pr.x, empty, pr.y, params); }, "hold no filters");
+  Problem<float, Space> k5({"k5", 1, 5, 9, 9, 6, 5, 5});
+  refuses([&] { kcnn::WinogradFilters<float, Space>(Space(), k5.w, params); },
+          "3x3 filters only (this filter is 5x5)");
+  auto strided = params;
+  strided.stride_h = 2;
+  refuses([&] { kcnn::WinogradFilters<float, Space>(Space(), pr.w, strided); },
+          "stride 1 only (stride 2x1)");
+  const kcnn::WinogradFilters<float, Space> filters(Space(), pr.w, params);
+  Problem<float, Space> s2({"stride2x1", 1, 5, 9, 9, 6, 3, 3, 2, 1, 1, 1});
+  refuses_into(
+      s2.y, [&] { kcnn::conv2d_forward(Space(), s2.x, filters, s2.y, s2.c.params()); },
+      "stride 1 only (stride 2x1)");
+  auto tiled = params;
+  tiled.algo = ConvAlgo::Tiled;
+  refuses([&] { kcnn::conv2d_forward(Space(), pr.x, filters, pr.y, tiled); },
+          "WinogradFilters run ConvAlgo::Winograd; params.algo is ConvAlgo::Tiled");
+  auto nhwc = params;
+  nhwc.layout = Layout::NHWC;
+  refuses([&] { kcnn::conv2d_forward(Space(), pr.x, filters, pr.y, nhwc); },
+          "transformed for NCHW; params.layout is NHWC");
+  Problem<float, Space> other_c({"c4", 1, 4, 9, 9, 6, 3, 3, 1, 1, 1, 1});
+  refuses([&] { kcnn::conv2d_forward(Space(), other_c.x, filters, pr.y, params); },
+          "channel mismatch");
+  auto tight = params;
+  tight.workspace_limit_bytes = 1;  // U is not in the workspace; a tile still is (host)
+  if constexpr (Impl::runs_on_host_v<Space>) {
+    refuses([&] { kcnn::conv2d_forward(Space(), pr.x, filters, pr.y, tight); }, "per tile of");
   }
 }
 

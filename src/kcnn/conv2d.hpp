@@ -7,6 +7,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <string>
+#include <type_traits>
 
 #include "impl/common/problem.hpp"
 #include "impl/common/profiling.hpp"
@@ -19,10 +20,21 @@
 
 namespace kcnn {
 
+template <class T, class ExecSpace>
+class WinogradFilters;  // winograd_filters.hpp
+
 namespace Impl {
+
+template <class W>
+struct is_winograd_filters : std::false_type {};
+template <class T, class ExecSpace>
+struct is_winograd_filters<WinogradFilters<T, ExecSpace>> : std::true_type {};
 
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 constexpr void static_check_conv2d_views() {
+  static_assert(!is_winograd_filters<WView>::value,
+                "kcnn::conv2d_forward: these WinogradFilters were made for another execution "
+                "space than the call's");
   static_check_tensor<ExecSpace, XView, 4, false>();
   static_check_tensor<ExecSpace, WView, 4, false>();
   static_check_tensor<ExecSpace, BView, 1, false>();
@@ -110,9 +122,11 @@ constexpr void static_check_conv2d_views() {
 /// the reason) with Winograd's minimal filtering F(4x4, 3x3) (F(2x2, 3x3) past 4,096
 /// channels): 36 products per 4x4 output tile and channel instead of 144. The filters
 /// are transformed on every call into the cached workspace (36 M C values; a budget
-/// below them plus one tile throws kcnn::Error). Host backends run each block of tiles
-/// on one thread (input transform, 36 GEMMs on a register-blocked micro-kernel, output
-/// transform with bias and activation, within its caches). On CUDA, float tensors take
+/// below them plus one tile throws kcnn::Error), or once by kcnn::WinogradFilters
+/// (winograd_filters.hpp), which the overload of conv2d_forward there reads. Host
+/// backends run each block of tiles on one thread (input transform, 36 GEMMs on a
+/// register-blocked micro-kernel, output transform with bias and activation, within its
+/// caches). On CUDA, float tensors take
 /// F(2x2, 3x3) (2^-19 of sum_k |w_k x_k|) in one fused kernel: the input transform in its
 /// tile loader, the output transform, bias and activation in its epilogue, only the
 /// transformed filters (16 M C values) in the workspace. Other GPU cases (double, 16-bit

@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "impl/backward/conv2d_backward_data_direct.hpp"
+#include "impl/backward/conv2d_backward_data_winograd.hpp"
 #include "impl/backward/conv2d_backward_gemm.hpp"
 #include "impl/backward/conv2d_backward_weights_direct.hpp"
 #include "impl/common/problem.hpp"
@@ -29,10 +30,13 @@ namespace kcnn {
 /// \brief The gradient of y = conv(x, w) with respect to x: dx = conv^T(dy, w), the
 ///        adjoint of the convolution in x (<conv(x, w), dy> = <x, dx> for every x).
 ///
-/// Overwrites every element of dx (elements that no window reads get 0). On CPUs, float
-/// and double at unit stride (with padding at most (R - 1) x dilation): a forward
-/// convolution of dy with the rotated, transposed filters on Tiled's register-blocked
-/// kernel (impl/backward/conv2d_backward_data_direct.hpp); otherwise per chunk of images
+/// Overwrites every element of dx (elements that no window reads get 0). At unit stride
+/// (with padding at most (R - 1) x dilation) dx is a forward convolution of dy with the
+/// rotated, transposed filters: for 3x3 undilated filters ConvAlgo::Winograd computes it
+/// where Auto picks Winograd for that forward convolution and its workspace fits
+/// (impl/backward/conv2d_backward_data_winograd.hpp; float, on GPUs and AVX2 CPUs with
+/// enough channels); else on CPUs, float and double, Tiled's register-blocked kernel
+/// (impl/backward/conv2d_backward_data_direct.hpp); otherwise per chunk of images
 /// a GEMM of the weights with dy into unrolled columns, folded back into dx by col2im
 /// (impl/backward/conv2d_backward_gemm.hpp). Deterministic. Asynchronous on `space`, like
 /// any Kokkos kernel.
@@ -84,6 +88,7 @@ void conv2d_backward_data(const ExecSpace& space, const DYView& dy, const WView&
   }
   const auto dyk = Impl::as_kernel_view<ExecSpace, false>(dy);
   const auto wk = Impl::as_kernel_view<ExecSpace, false>(w);
+  if (Impl::conv2d_backward_data_winograd(space, dyk, wk, dxk, pb)) return;
   if (Impl::conv2d_backward_data_direct(space, dyk, wk, dxk, pb)) return;
   if (pb.layout == Layout::NCHW) {
     Impl::conv2d_backward_data_gemm<Layout::NCHW>(space, dyk, wk, dxk, pb);

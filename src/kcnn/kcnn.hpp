@@ -13,4 +13,5 @@
 #include "pool2d.hpp"
 #include "pool2d_backward.hpp"
 #include "types.hpp"
+#include "winograd_filters.hpp"
 #include "workspace.hpp"

@@ -23,13 +23,42 @@
 
 namespace kcnn::Impl {
 
+/// Runs (or checks) a convolution through `launch(y_view, problem)` (which returns its
+/// workspace bytes) on validated problem `pb`, pooled or not: where `fuses_pool` is false,
+/// a pooling runs as a second pass from the instance's cached unpooled-output buffer (see
+/// workspace.hpp): no allocation and no fence per call, and calls on one instance are
+/// stream-ordered, so the next call's convolution cannot overwrite it before this call's
+/// pooling has read it. Returns the workspace bytes (that buffer included).
+template <class ExecSpace, class YView, class Launch>
+std::size_t conv2d_launch_then_pool(const ExecSpace& space, const YView& y, const Conv2dProblem& pb,
+                                    LaunchMode mode, bool fuses_pool, const Launch& launch) {
+  if (!pb.has_pool || fuses_pool) return launch(y, pb);
+  // The unpooled output in the accumulator type: 16-bit results are rounded once,
+  // after the pooling (float and double: their own type).
+  using T = accumulator_t<view_scalar_t<YView>>;
+  using Temp = Kokkos::View<T****, Kokkos::LayoutRight, typename ExecSpace::memory_space,
+                            Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using NoBias = Kokkos::View<const T*, typename ExecSpace::memory_space>;
+  const bool nhwc = pb.layout == Layout::NHWC;
+  const std::size_t temp_bytes = static_cast<std::size_t>(pb.output_size()) * sizeof(T);
+  auto temp = [&](T* data) {
+    return Temp(data, pb.N, nhwc ? pb.P : pb.M, nhwc ? pb.Q : pb.P, nhwc ? pb.M : pb.Q);
+  };
+  if (mode == LaunchMode::Check)
+    return temp_bytes + launch(as_kernel_view<ExecSpace, true>(temp(nullptr)), pb.unpooled());
+  auto lease = WorkspaceCache<ExecSpace, ScratchForUnpooledOutput>::acquire(space, temp_bytes);
+  const Temp unpooled = temp(reinterpret_cast<T*>(lease.data()));
+  const std::size_t workspace =
+      temp_bytes + launch(as_kernel_view<ExecSpace, true>(unpooled), pb.unpooled());
+  pool2d_launch(space, as_kernel_view<ExecSpace, false>(unpooled),
+                as_kernel_view<ExecSpace, false>(NoBias()), y, pb.pooling());
+  return workspace;
+}
+
 /// Runs (or checks, see LaunchMode) registered algorithm `algo` on kernel Views with
-/// validated problem `pb`, pooled or not: a pooling the algorithm does not fuse runs as
-/// a second pass from the instance's cached unpooled-output buffer (see workspace.hpp):
-/// no allocation and no fence per call, and calls on one instance are stream-ordered, so
-/// the next call's convolution cannot overwrite it before this call's pooling has read
-/// it. Returns the workspace bytes (that buffer included). Throws kcnn::Error for an
-/// algorithm that is not registered or cannot run the problem.
+/// validated problem `pb`, pooled or not (conv2d_launch_then_pool). Returns the workspace
+/// bytes. Throws kcnn::Error for an algorithm that is not registered or cannot run the
+/// problem.
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 std::size_t conv2d_launch(const ExecSpace& space, ConvAlgo algo, const XView& x, const WView& w,
                           const BView& bias, const YView& y, const Conv2dProblem& pb,
@@ -37,34 +66,11 @@ std::size_t conv2d_launch(const ExecSpace& space, ConvAlgo algo, const XView& x,
   std::size_t workspace = 0;
   const bool registered = Conv2dRegistry::visit(algo, [&](auto descriptor) {
     using Algo = decltype(descriptor);
-    if (!pb.has_pool || Algo::template fuses_pool<view_scalar_t<XView>>(pb)) {
-      workspace = Algo::launch(space, x, w, bias, y, pb, mode);
-      return;
-    }
-    // The unpooled output in the accumulator type: 16-bit results are rounded once,
-    // after the pooling (float and double: their own type).
-    using T = accumulator_t<view_scalar_t<YView>>;
-    using Temp = Kokkos::View<T****, Kokkos::LayoutRight, typename ExecSpace::memory_space,
-                              Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-    using NoBias = Kokkos::View<const T*, typename ExecSpace::memory_space>;
-    const bool nhwc = pb.layout == Layout::NHWC;
-    const std::size_t temp_bytes = static_cast<std::size_t>(pb.output_size()) * sizeof(T);
-    auto temp = [&](T* data) {
-      return Temp(data, pb.N, nhwc ? pb.P : pb.M, nhwc ? pb.Q : pb.P, nhwc ? pb.M : pb.Q);
-    };
-    if (mode == LaunchMode::Check) {
-      workspace = temp_bytes + Algo::launch(space, x, w, bias,
-                                            as_kernel_view<ExecSpace, true>(temp(nullptr)),
-                                            pb.unpooled(), mode);
-      return;
-    }
-    auto lease = WorkspaceCache<ExecSpace, ScratchForUnpooledOutput>::acquire(space, temp_bytes);
-    const Temp unpooled = temp(reinterpret_cast<T*>(lease.data()));
-    workspace =
-        temp_bytes + Algo::launch(space, x, w, bias, as_kernel_view<ExecSpace, true>(unpooled),
-                                  pb.unpooled(), mode);
-    pool2d_launch(space, as_kernel_view<ExecSpace, false>(unpooled),
-                  as_kernel_view<ExecSpace, false>(NoBias()), y, pb.pooling());
+    workspace = conv2d_launch_then_pool(
+        space, y, pb, mode, Algo::template fuses_pool<view_scalar_t<XView>>(pb),
+        [&](const auto& y_view, const Conv2dProblem& problem) {
+          return Algo::launch(space, x, w, bias, y_view, problem, mode);
+        });
   });
   throw_if(!registered, "kcnn::conv2d_forward", "ConvAlgo::", to_string(algo),
            " is not a registered algorithm");

@@ -134,13 +134,14 @@ inline constexpr bool winograd_fusable =
 #endif
 
 /// Plans pb (geometry checked by the caller). Throws kcnn::Error when the workspace
-/// limit cannot hold the transformed filters and one tile's transform-domain values.
-/// host_lanes: the host vector's lanes of the compute type (host backends);
+/// limit cannot hold the transformed filters (unless `u_in_workspace` is false: they
+/// were transformed beforehand, kcnn::WinogradFilters) and one tile's transform-domain
+/// values. host_lanes: the host vector's lanes of the compute type (host backends);
 /// fusable: winograd_fusable of the backend and element type.
 inline WinogradPlan plan_winograd(const char* op, const Conv2dProblem& pb, std::size_t elem_bytes,
                                   std::size_t limit_bytes, bool host, int host_lanes,
                                   int host_threads, const WinogradTuning& tuning,
-                                  bool fusable = false) {
+                                  bool fusable = false, bool u_in_workspace = true) {
   WinogradPlan plan;
   constexpr std::int64_t int_max = std::numeric_limits<int>::max();
   // The fused kernel takes 32-bit extents and one team per 64 filters x 32 tiles of 2x2
@@ -161,7 +162,7 @@ inline WinogradPlan plan_winograd(const char* op, const Conv2dProblem& pb, std::
     const auto f = WinogradFusedFilterLayout::of(pb.C, pb.M);
     plan.m_pad = f.filters_pad;
     plan.u_bytes = align_up(static_cast<std::size_t>(a2 * f.plane) * elem_bytes);
-    throw_if(plan.u_bytes + kScratchAlign > limit_bytes, op,
+    throw_if(u_in_workspace && plan.u_bytes + kScratchAlign > limit_bytes, op,
              "ConvAlgo::Winograd: the workspace limit of ", limit_bytes,
              " bytes is too small; this problem needs at least ", plan.u_bytes + kScratchAlign,
              " bytes (the transformed filters)");
@@ -183,15 +184,16 @@ inline WinogradPlan plan_winograd(const char* op, const Conv2dProblem& pb, std::
   // Alignment allowances, the planes' padding (winograd_plane: up to 31 values each) and
   // that of NCHW's tile rows (lanes - 1 tiles).
   const std::size_t fixed =
-      plan.u_bytes +
+      (u_in_workspace ? plan.u_bytes : 0) +
       std::size_t(plan.slots) * (3 * kScratchAlign + std::size_t(2 * a2 * 31) * elem_bytes +
                                  per_tile * std::size_t(plan.lanes - 1));
   const std::size_t avail =
       limit_bytes > fixed ? (limit_bytes - fixed) / std::size_t(plan.slots) : 0;
-  throw_if(avail < per_tile, op, "ConvAlgo::Winograd: the workspace limit of ", limit_bytes,
-           " bytes is too small; this problem needs at least ", fixed + per_tile,
-           " bytes (the transformed filters, ", plan.u_bytes, ", and ", per_tile, " per tile of ",
-           plan.tile, "x", plan.tile, " outputs)");
+  throw_if(
+      avail < per_tile, op, "ConvAlgo::Winograd: the workspace limit of ", limit_bytes,
+      " bytes is too small; this problem needs at least ", fixed + per_tile, " bytes (",
+      u_in_workspace ? msg("the transformed filters, ", plan.u_bytes, ", and ") : std::string(),
+      per_tile, " per tile of ", plan.tile, "x", plan.tile, " outputs)");
   auto chunk = static_cast<std::int64_t>(avail / per_tile);
   if (plan.host_blocked) {
     // Cache-sized blocks of whole vectors of tiles (NCHW's GEMM columns), and enough
@@ -224,8 +226,97 @@ inline WinogradPlan plan_winograd(const char* op, const Conv2dProblem& pb, std::
 // Drivers
 // ---------------------------------------------------------------------------------
 
-template <Layout L, int Tile, class ExecSpace, class XView, class WView, class BView, class YView>
-void conv2d_winograd_run(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
+/// What a plan's transformed filters U look like: two plans whose U layouts are equal
+/// read the same U (the key that kcnn::WinogradFilters keeps with its U).
+struct WinogradFiltersLayout {
+  Layout layout = Layout::NCHW;
+  int tile = 0;
+  bool device_fused = false;
+  std::int64_t M = 0, C = 0, m_pad = 0;
+  std::size_t u_bytes = 0;
+  bool operator==(const WinogradFiltersLayout& o) const {
+    return layout == o.layout && tile == o.tile && device_fused == o.device_fused && M == o.M &&
+           C == o.C && m_pad == o.m_pad && u_bytes == o.u_bytes;
+  }
+  bool operator!=(const WinogradFiltersLayout& o) const { return !(*this == o); }
+};
+
+inline WinogradFiltersLayout winograd_filters_layout(const Conv2dProblem& pb,
+                                                     const WinogradPlan& plan) {
+  return {pb.layout, plan.tile, plan.device_fused, pb.M, pb.C, plan.m_pad, plan.u_bytes};
+}
+
+/// "F(2x2), 64 filters x 32 channels, NHWC (fused kernel)" for messages.
+inline std::string describe(const WinogradFiltersLayout& f) {
+  return msg("F(", f.tile, "x", f.tile, "), ", f.M, " filters x ", f.C, " channels, ",
+             to_string(f.layout), f.device_fused ? " (fused kernel)" : "");
+}
+
+/// The filters as the filter transform reads them: element (m, c, r, s) of pb's (M, C, 3,
+/// 3) filters at w[ws.offset(m, c, r, s)]. conv2d_forward passes its w; backward data
+/// passes w rotated and transposed through the strides (no copy). Or, with `transformed`
+/// set, U itself, transformed beforehand (kcnn::WinogradFilters) in the layout
+/// `transformed_layout`: the run skips the filter transform and U's workspace.
+template <class W>
+struct WinogradFilterSource {
+  const W* w = nullptr;
+  LogicalStrides ws;
+  const compute_t<W>* transformed = nullptr;
+  WinogradFiltersLayout transformed_layout;
+
+  static WinogradFilterSource strided(const W* w, const LogicalStrides& ws) {
+    WinogradFilterSource source;
+    source.w = w, source.ws = ws;
+    return source;
+  }
+  static WinogradFilterSource of_transformed(const compute_t<W>* u,
+                                             const WinogradFiltersLayout& layout) {
+    WinogradFilterSource source;
+    source.transformed = u, source.transformed_layout = layout;
+    return source;
+  }
+};
+
+/// Transforms the filters of `source` into U (u, plan.u_bytes) in the layout the plan's
+/// pipeline reads: the fused kernel's (WinogradFusedFilterLayout) or the others'
+/// (WinogradFilterTransform's, NCHW or NHWC, rows of plan.m_pad filters).
+template <Layout L, class ExecSpace, class W>
+void winograd_transform_filters(const ExecSpace& space, const WinogradFilterSource<W>& source,
+                                compute_t<W>* u, const Conv2dProblem& pb,
+                                const WinogradPlan& plan) {
+  using Acc = compute_t<W>;
+  using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
+  auto transform = [&](auto tile_tag) {
+    constexpr int Tile = decltype(tile_tag)::value;
+#if defined(KOKKOS_ENABLE_CUDA)
+    if constexpr (winograd_fusable<ExecSpace, W> && Tile == 2) {
+      if (plan.device_fused) {
+        // U in the fused kernel's order ([xi][c][k], k fastest, whatever the layout).
+        const auto f = WinogradFusedFilterLayout::of(pb.C, pb.M);
+        using Filters = WinogradFilterTransform<Layout::NHWC, Tile, W, Acc>;
+        const WinogradFusedFilterTransform<Filters> filters{
+            Filters{source.w, source.ws, u, pb.M, pb.C, f.filters_pad, 1, f.channels_pad}};
+        Kokkos::parallel_for("kcnn::conv2d::winograd::filter_transform",
+                             Range(space, 0, filters.items()), filters);
+        return;
+      }
+    }
+#endif
+    const WinogradFilterTransform<L, Tile, W, Acc> filters{
+        source.w, source.ws, u, pb.M, pb.C, plan.m_pad, runs_on_host_v<ExecSpace> ? 16 : 1, pb.C};
+    Kokkos::parallel_for("kcnn::conv2d::winograd::filter_transform",
+                         Range(space, 0, filters.items()), filters);
+  };
+  if (plan.tile == 2) {
+    transform(std::integral_constant<int, 2>{});
+  } else {
+    transform(std::integral_constant<int, 4>{});
+  }
+}
+
+template <Layout L, int Tile, class ExecSpace, class XView, class W, class BView, class YView>
+void conv2d_winograd_run(const ExecSpace& space, const XView& x,
+                         const WinogradFilterSource<W>& filter_source, const BView& bias,
                          const YView& y, const Conv2dProblem& pb, const WinogradPlan& plan) {
   using T = view_scalar_t<XView>;
   using Y = view_scalar_t<YView>;
@@ -234,10 +325,18 @@ void conv2d_winograd_run(const ExecSpace& space, const XView& x, const WView& w,
   using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
   constexpr int a2 = (Tile + 2) * (Tile + 2);
 
-  auto lease = WorkspaceCache<ExecSpace>::acquire(space, plan.workspace_bytes());
+  // U in the workspace's first u_bytes, unless transformed beforehand.
+  const bool transformed = filter_source.transformed != nullptr;
+  auto lease = WorkspaceCache<ExecSpace>::acquire(
+      space, plan.workspace_bytes() - (transformed ? plan.u_bytes : 0));
   unsigned char* base = lease.data();
-  Acc* u = reinterpret_cast<Acc*>(base);
-  unsigned char* slots = base + plan.u_bytes;
+  unsigned char* slots = transformed ? base : base + plan.u_bytes;
+  const Acc* u = filter_source.transformed;
+  if (!transformed) {
+    Acc* u_written = reinterpret_cast<Acc*>(base);
+    winograd_transform_filters<L>(space, filter_source, u_written, pb, plan);
+    u = u_written;
+  }
 
   const WinogradTileGrid grid{plan.tiles_h, plan.tiles_w, plan.tile};
   const Bias* bias_data = pb.has_bias ? bias.data() : nullptr;
@@ -247,13 +346,7 @@ void conv2d_winograd_run(const ExecSpace& space, const XView& x, const WView& w,
 #if defined(KOKKOS_ENABLE_CUDA)
   if constexpr (winograd_fusable<ExecSpace, T> && Tile == 2) {
     if (plan.device_fused) {
-      // U in the fused kernel's order ([xi][c][k], k fastest, whatever the layout).
       const auto f = WinogradFusedFilterLayout::of(pb.C, pb.M);
-      using Filters = WinogradFilterTransform<Layout::NHWC, Tile, T, Acc>;
-      const WinogradFusedFilterTransform<Filters> filters{Filters{
-          w.data(), logical_strides<L>(w), u, pb.M, pb.C, f.filters_pad, 1, f.channels_pad}};
-      Kokkos::parallel_for("kcnn::conv2d::winograd::filter_transform",
-                           Range(space, 0, filters.items()), filters);
       using Shape = WinogradFusedShape;
       const int m_blocks = static_cast<int>(f.filters_pad / Shape::BK);
       const auto league = static_cast<int>(Shape::teams(pb.M, pb.N, pb.P, pb.Q));
@@ -298,17 +391,6 @@ void conv2d_winograd_run(const ExecSpace& space, const XView& x, const WView& w,
     }
   }
 #endif
-
-  const WinogradFilterTransform<L, Tile, T, Acc> filters{w.data(),
-                                                         logical_strides<L>(w),
-                                                         u,
-                                                         pb.M,
-                                                         pb.C,
-                                                         plan.m_pad,
-                                                         runs_on_host_v<ExecSpace> ? 16 : 1,
-                                                         pb.C};
-  Kokkos::parallel_for("kcnn::conv2d::winograd::filter_transform", Range(space, 0, filters.items()),
-                       filters);
 
   if constexpr (runs_on_host_v<ExecSpace>) {
     if (plan.host_blocked) {
@@ -364,12 +446,13 @@ void conv2d_winograd_run(const ExecSpace& space, const XView& x, const WView& w,
   }
 }
 
-/// Runs ConvAlgo::Winograd (with LaunchMode::Check: only plans, which tests its limits);
-/// `pb` has been validated against the Views. Returns the workspace bytes the run takes.
-template <class ExecSpace, class XView, class WView, class BView, class YView>
-std::size_t conv2d_winograd(const ExecSpace& space, const XView& x, const WView& w,
-                            const BView& bias, const YView& y, const Conv2dProblem& pb,
-                            const WinogradTuning& tuning = {}, LaunchMode mode = LaunchMode::Run) {
+/// conv2d_winograd with the filters read through `filters` (see WinogradFilterSource).
+template <class ExecSpace, class XView, class W, class BView, class YView>
+std::size_t conv2d_winograd_from(const ExecSpace& space, const XView& x,
+                                 const WinogradFilterSource<W>& filters, const BView& bias,
+                                 const YView& y, const Conv2dProblem& pb,
+                                 const WinogradTuning& tuning = {},
+                                 LaunchMode mode = LaunchMode::Run) {
   using Acc = compute_t<view_scalar_t<XView>>;
   const char* op = "kcnn::conv2d_forward";
   if (auto reason = winograd_geometry_reason(pb)) throw_if(true, op, *reason);
@@ -379,11 +462,20 @@ std::size_t conv2d_winograd(const ExecSpace& space, const XView& x, const WView&
   }
   const WinogradPlan plan = plan_winograd(
       op, pb, sizeof(Acc), pb.workspace_limit_bytes, runs_on_host_v<ExecSpace>,
-      HostVector<Acc>::lanes, threads, tuning, winograd_fusable<ExecSpace, view_scalar_t<XView>>);
-  if (mode == LaunchMode::Check) return plan.workspace_bytes();
+      HostVector<Acc>::lanes, threads, tuning, winograd_fusable<ExecSpace, view_scalar_t<XView>>,
+      filters.transformed == nullptr);
+  const std::size_t workspace = plan.workspace_bytes() - (filters.transformed ? plan.u_bytes : 0);
+  if (filters.transformed) {
+    const WinogradFiltersLayout want = winograd_filters_layout(pb, plan);
+    throw_if(want != filters.transformed_layout, op, "the transformed Winograd filters (",
+             describe(filters.transformed_layout), ") do not fit this call, which needs ",
+             describe(want),
+             " (the fused kernel takes 32-bit extents and teams); pass the filters View instead");
+  }
+  if (mode == LaunchMode::Check) return workspace;
   auto run = [&](auto layout_tag, auto tile_tag) {
-    conv2d_winograd_run<decltype(layout_tag)::value, decltype(tile_tag)::value>(space, x, w, bias,
-                                                                                y, pb, plan);
+    conv2d_winograd_run<decltype(layout_tag)::value, decltype(tile_tag)::value>(space, x, filters,
+                                                                                bias, y, pb, plan);
   };
   using NCHW = std::integral_constant<Layout, Layout::NCHW>;
   using NHWC = std::integral_constant<Layout, Layout::NHWC>;
@@ -394,7 +486,20 @@ std::size_t conv2d_winograd(const ExecSpace& space, const XView& x, const WView&
   } else {
     plan.tile == 2 ? run(NHWC{}, F2{}) : run(NHWC{}, F4{});
   }
-  return plan.workspace_bytes();
+  return workspace;
+}
+
+/// Runs ConvAlgo::Winograd (with LaunchMode::Check: only plans, which tests its limits);
+/// `pb` has been validated against the Views. Returns the workspace bytes the run takes.
+template <class ExecSpace, class XView, class WView, class BView, class YView>
+std::size_t conv2d_winograd(const ExecSpace& space, const XView& x, const WView& w,
+                            const BView& bias, const YView& y, const Conv2dProblem& pb,
+                            const WinogradTuning& tuning = {}, LaunchMode mode = LaunchMode::Run) {
+  const LogicalStrides ws = pb.layout == Layout::NCHW ? logical_strides<Layout::NCHW>(w)
+                                                      : logical_strides<Layout::NHWC>(w);
+  return conv2d_winograd_from(space, x,
+                              WinogradFilterSource<view_scalar_t<WView>>::strided(w.data(), ws),
+                              bias, y, pb, tuning, mode);
 }
 
 }  // namespace kcnn::Impl
