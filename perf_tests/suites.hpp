@@ -136,6 +136,9 @@ inline std::vector<Shape> default_suites(bool device, int lenet_batch) {
       {"resnet3x3", "c128_28", n64, 128, 28, 28, 128, 3, 3, 1, 1},
       {"resnet3x3", "c256_14", n64, 256, 14, 14, 256, 3, 3, 1, 1},
       {"resnet3x3", "c512_7", n32, 512, 7, 7, 512, 3, 3, 1, 1},
+      // A 3x3 layer on a 2-D field (the size scientific codes feed a CNN; issue 21):
+      // few channels, many pixels.
+      {"field2d", "c32_256", device ? 16 : 2, 32, 256, 256, 32, 3, 3, 1, 1},
       // 1x1 (bottleneck) layers: a GEMM in disguise.
       {"pointwise", "c256_m64_56", n64, 256, 56, 56, 64, 1, 1},
       {"pointwise", "c64_m256_56", n64, 64, 56, 56, 256, 1, 1},
