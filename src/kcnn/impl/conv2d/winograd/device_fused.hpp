@@ -38,6 +38,10 @@
 ///                                                                  0.314 0.260 0.227 0.158
 ///   8 channels a step, 16 warps of one position (128 registers)     0.293 0.266 0.251 0.174
 ///                                                                  0.289 0.247 0.227 0.159
+///   NCHW's raw patches skewed by tile / 8 (session 36; same call:   0.279 0.249 0.231 0.157
+///   0.287 0.261 0.242 0.162 without; rotating the copies' columns
+///   instead spilled: 0.303 0.281 0.263 0.175 against 0.290 0.264
+///   0.247 0.164)
 ///
 /// Float tensors (winograd_fusable, winograd.hpp, says why the others are staged).
 #pragma once
@@ -72,13 +76,17 @@ struct WinogradFusedShape {
   static_assert(patch_share * BC * BN == threads && (patch_share == 1 || patch_share == 2),
                 "one or two threads transform each raw patch of a step");
 
-  // Raw patches of a step: NCHW [c][tile][raw_patch_pitch] (a thread's 16 values as
-  // four 16-byte loads on distinct banks), NHWC [tile][pixel][BC] at raw_tile_pitch
-  // (16-byte channel runs; the transform's lanes, 8 channels x 4 tiles, on distinct banks).
+  // Raw patches of a step: NCHW [c][tile][raw_patch_pitch], tile t's patch shifted by
+  // t / 8 (a warp's 32 tiles of one channel: its 4-byte copies and the transform's loads
+  // of one pixel meet 32 distinct banks; unshifted, 4-way conflicts on the copies: ncu,
+  // session 36), NHWC [tile][pixel][BC] at raw_tile_pitch (16-byte channel runs; the
+  // transform's lanes, 8 channels x 4 tiles, on distinct banks).
   static constexpr int raw_patch_pitch = 20;
   static constexpr int raw_tile_pitch = 16 * BC + 8;
   static constexpr int raw_floats =
       BC * BN * raw_patch_pitch > BN* raw_tile_pitch ? BC* BN* raw_patch_pitch : BN* raw_tile_pitch;
+  static_assert((BC * BN - 1) * raw_patch_pitch + (BN - 1) / 8 + 16 <= raw_floats,
+                "NCHW's last patch, skewed by its tile / 8, ends inside the raw buffer");
   /// V's rows [xi][c] of tiles: padded so that NHWC's transform stores (8 channels x 4
   /// tiles per warp) find distinct banks.
   static constexpr int v_pitch = BN + 4;
@@ -198,7 +206,7 @@ struct WinogradFusedKernel {
     const int tc = L == Layout::NCHW ? pt / BN : pt % BC;
     const int tt = L == Layout::NCHW ? pt % BN : pt / BC;
     auto raw_at = [&](int c, int tile, int pixel) {
-      return L == Layout::NCHW ? (c * BN + tile) * Shape::raw_patch_pitch + pixel
+      return L == Layout::NCHW ? (c * BN + tile) * Shape::raw_patch_pitch + tile / 8 + pixel
                                : tile * Shape::raw_tile_pitch + pixel * BC + c;
     };
 
@@ -294,12 +302,10 @@ struct WinogradFusedKernel {
       if constexpr (L == Layout::NCHW) {
         const float* p = raw + raw_at(tc, tt, 4 * first);
         KCNN_DEVICE_UNROLL
-        for (int r = 0; r < rows_in; ++r) {
-          const Vec row = reinterpret_cast<const Vec*>(p)[r];
+        for (int r = 0; r < rows_in; ++r)
           KCNN_DEVICE_UNROLL
-          for (int s = 0; s < 4; ++s)
-            d[r][s] = row.v[s];
-        }
+        for (int s = 0; s < 4; ++s)
+          d[r][s] = p[4 * r + s];
       } else {
         KCNN_DEVICE_UNROLL
         for (int r = 0; r < rows_in; ++r)
