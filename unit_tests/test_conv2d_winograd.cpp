@@ -404,6 +404,8 @@ TEST(WinogradBackwardData, PublicCallTakesItWhereAutoPicksWinograd) {
           Impl::backward_data_prefers_winograd<Space, float>(Impl::backward_data_as_forward(pb));
       if (c.pad_h == 3) {
         EXPECT_FALSE(prefers);
+      } else if (!Impl::runs_on_host_v<Space> || Impl::build_host_isa() == Impl::HostIsa::Avx2) {
+        EXPECT_TRUE(prefers);  // the rules measured for GPUs and AVX2 CPUs take this layer
       }
       const LaunchedKernels launched;
       kcnn::conv2d_backward_data(Space(), dy, w, dx, c.params());
@@ -466,6 +468,16 @@ TEST(WinogradFilters, SameResultAsTheFiltersViewAndFollowUpdates) {
           space.fence();
           EXPECT_LE(relative_error(to_host(got), host_conv2d(c, pr.xv, wv2, pr.bv)),
                     tolerance<T>());
+          // Other filter counts: update() reallocates U.
+          ConvCase fewer = c;
+          fewer.M = 5;
+          Problem<T, Space> pf(fewer);
+          updated.update(space, pf.w, params);
+          EXPECT_EQ(updated.filters(), 5);
+          kcnn::conv2d_forward(space, pf.x, updated, pf.bias, pf.y, params);
+          space.fence();
+          EXPECT_LE(relative_error(to_host(pf.y), host_conv2d(fewer, pf.xv, pf.wv, pf.bv)),
+                    tolerance<T>());
         }
       };
       for (Layout layout : {Layout::NCHW, Layout::NHWC})
@@ -519,6 +531,14 @@ TEST(WinogradFilters, RefusalsNameTheirReason) {
   Problem<float, Space> other_c({"c4", 1, 4, 9, 9, 6, 3, 3, 1, 1, 1, 1});
   refuses([&] { kcnn::conv2d_forward(Space(), other_c.x, filters, pr.y, params); },
           "channel mismatch");
+  // A refused update() leaves the filters as they were; a moved-from object holds nothing.
+  kcnn::WinogradFilters<float, Space> kept(Space(), pr.w, params);
+  refuses([&] { kept.update(Space(), k5.w, params); }, "3x3 filters only (this filter is 5x5)");
+  kcnn::conv2d_forward(Space(), pr.x, kept, pr.y, params);
+  Space().fence();
+  EXPECT_LE(relative_error(to_host(pr.y), host_conv2d(c, pr.xv, pr.wv, {})), tolerance<float>());
+  const kcnn::WinogradFilters<float, Space> taken(std::move(kept));
+  refuses([&] { kcnn::conv2d_forward(Space(), pr.x, kept, pr.y, params); }, "hold no filters");
   auto tight = params;
   tight.workspace_limit_bytes = 1;  // U is not in the workspace; a tile still is (host)
   if constexpr (Impl::runs_on_host_v<Space>) {

@@ -33,8 +33,8 @@ struct is_winograd_filters<WinogradFilters<T, ExecSpace>> : std::true_type {};
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 constexpr void static_check_conv2d_views() {
   static_assert(!is_winograd_filters<WView>::value,
-                "kcnn::conv2d_forward: these WinogradFilters were made for another execution "
-                "space than the call's");
+                "kcnn: WinogradFilters are taken only by the conv2d_forward overload of "
+                "winograd_filters.hpp, on the execution space they were made for");
   static_check_tensor<ExecSpace, XView, 4, false>();
   static_check_tensor<ExecSpace, WView, 4, false>();
   static_check_tensor<ExecSpace, BView, 1, false>();

@@ -9,8 +9,9 @@
 /// w's address would miss the in-place updates an optimizer makes. This object moves
 /// that decision to the caller, who knows when the weights change: it holds U, computed
 /// from w when it is built or update()d, and conv2d_forward reads U instead of
-/// transforming w again. Measured: the transform is 2-8% of a fused GPU call on the
-/// ResNet 3x3 layers and up to a third of a CPU call with 512 channels (RESULTS.md).
+/// transforming w again. Measured (RESULTS.md, session 36): 0.5-7% of a fused GPU call on
+/// the ResNet 3x3 layers (H200), a fifth to more than half of a CPU call on the 256- and
+/// 512-channel ones (2-core Zen 3).
 ///
 /// Example:
 /// \code
@@ -29,6 +30,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "conv2d.hpp"
 #include "impl/common/element_traits.hpp"
@@ -49,10 +51,13 @@ namespace kcnn {
 /// U's layout depends on the backend, the element type, the layout, the tile (F(4x4) up
 /// to 4,096 channels, F(2x2) beyond and in CUDA's fused float kernel) and C and M, so the
 /// object is made for one of each; conv2d_forward checks that it fits the call. Building
-/// and update() run the transform asynchronously on `space`: conv2d_forward calls on the
-/// same instance are ordered after it; calls on other instances that read U must be
-/// fenced before an update. U takes alpha^2 x M x C values (16 for F(2x2), 36 for F(4x4),
-/// rows padded: bytes()), in its own allocation, outside the workspace limit.
+/// and update() run the transform asynchronously on `space`, reading w: w must stay
+/// unchanged until that work is done, conv2d_forward calls on the same instance are
+/// ordered after it, and calls on other instances must be fenced against it (and an
+/// update() against their reads of U). U takes alpha^2 x M x C values (16 for F(2x2), 36
+/// for F(4x4), rows padded: bytes()), in its own allocation, outside the workspace limit.
+/// Copies share U, as Kokkos Views do (an update() through one is seen by all); a
+/// moved-from object holds nothing.
 template <class T, class ExecSpace = Kokkos::DefaultExecutionSpace>
 class WinogradFilters {
  public:
@@ -62,6 +67,19 @@ class WinogradFilters {
 
   /// Holds nothing: conv2d_forward refuses it until update() has run.
   WinogradFilters() = default;
+  WinogradFilters(const WinogradFilters&) = default;
+  WinogradFilters& operator=(const WinogradFilters&) = default;
+  WinogradFilters(WinogradFilters&& other) noexcept
+      : u_(std::move(other.u_)), layout_(other.layout_), ready_(other.ready_) {
+    other.u_ = Storage(), other.ready_ = false;
+  }
+  WinogradFilters& operator=(WinogradFilters&& other) noexcept {
+    if (this != &other) {
+      u_ = std::move(other.u_), layout_ = other.layout_, ready_ = other.ready_;
+      other.u_ = Storage(), other.ready_ = false;
+    }
+    return *this;
+  }
 
   /// Transforms w for conv2d_forward calls with these params (see update()).
   template <class WView>
@@ -73,8 +91,8 @@ class WinogradFilters {
   /// for conv2d_forward calls with params' layout, stride 1 and dilation 1 (the other
   /// parameters may differ between calls). Call it after every change of w.
   /// \throws kcnn::Error, leaving the object as it was, when w is not a 3x3 filter of at
-  ///         least one channel, when params' stride or dilation is not 1, or when M or C
-  ///         reach 2^31.
+  ///         least one channel, when params' stride or dilation is not 1, when M or C
+  ///         reach 2^31, when w is not contiguous or its extents overflow.
   template <class WView>
   void update(const ExecSpace& space, const WView& w, const Conv2dParams& params) {
     Impl::static_check_tensor<ExecSpace, WView, 4, false>();
@@ -144,8 +162,11 @@ class WinogradFilters {
 ///        bias) (and the fused pooling of params.pool) by ConvAlgo::Winograd, reading the
 ///        WinogradFilters' U instead of transforming w.
 ///
-/// As conv2d_forward with w and params.algo = ConvAlgo::Winograd, from the same w
-/// (bit-identical results); params.algo must be Winograd or Auto. The workspace holds no
+/// As conv2d_forward with w and params.algo = ConvAlgo::Winograd, from the same w;
+/// params.algo must be Winograd or Auto. The results are bit-identical to that call's
+/// wherever the workspace limit does not bind (with U outside the workspace, the staged
+/// GPU pipeline of double and 16-bit tensors may take larger chunks of tiles, i.e.
+/// other GEMM shapes). An empty problem (N or M = 0) is a no-op, as for w. The workspace holds no
 /// U (on CUDA's fused float kernel none at all, unless pooled).
 /// \throws kcnn::Error, before anything is written, on everything conv2d_forward refuses
 ///         (with the filters in w's role), when `filters` holds nothing, when params.algo
@@ -196,9 +217,9 @@ void conv2d_forward(const ExecSpace& space, const XView& x,
                                             Impl::WinogradTuning{}, mode);
         });
   };
+  if (pb.empty()) return;           // as conv2d_forward with w: validated, nothing to run
   launch(Impl::LaunchMode::Check);  // every refusal before anything runs
   Impl::ProfilingRegion region(std::string(op) + "[Winograd, transformed filters]");
-  if (pb.empty()) return;
   launch(Impl::LaunchMode::Run);
 }
 

@@ -17,8 +17,8 @@
 /// applied to the transformed output, which is rounded once at the store.
 ///
 /// Execution (model: oneDNN's and Lavin's blocked pipelines):
-///  - The filters are transformed once per call (WinogradFilterTransform, alpha^2 M C
-///    values in the workspace).
+///  - The filters are transformed on every call (WinogradFilterTransform, alpha^2 M C
+///    values in the workspace), or once by kcnn::WinogradFilters (winograd_filters.hpp).
 ///  - Host backends (host_blocks.hpp): the tiles are processed in blocks sized for the
 ///    caches; a thread takes a block, transforms its patches into its own slot of the
 ///    workspace, runs the alpha^2 GEMMs on a register-blocked micro-kernel and
@@ -254,13 +254,15 @@ inline std::string describe(const WinogradFiltersLayout& f) {
 
 /// The filters as the filter transform reads them: element (m, c, r, s) of pb's (M, C, 3,
 /// 3) filters at w[ws.offset(m, c, r, s)]. conv2d_forward passes its w; backward data
-/// passes w rotated and transposed through the strides (no copy). Or, with `transformed`
-/// set, U itself, transformed beforehand (kcnn::WinogradFilters) in the layout
-/// `transformed_layout`: the run skips the filter transform and U's workspace.
+/// passes w rotated and transposed through the strides (no copy). Or, with
+/// `is_transformed` (of_transformed), U itself, transformed beforehand
+/// (kcnn::WinogradFilters) in the layout `transformed_layout`: the run skips the filter
+/// transform and U's workspace. (A flag, not a null test: U of no filters has no data.)
 template <class W>
 struct WinogradFilterSource {
   const W* w = nullptr;
   LogicalStrides ws;
+  bool is_transformed = false;
   const compute_t<W>* transformed = nullptr;
   WinogradFiltersLayout transformed_layout;
 
@@ -272,6 +274,7 @@ struct WinogradFilterSource {
   static WinogradFilterSource of_transformed(const compute_t<W>* u,
                                              const WinogradFiltersLayout& layout) {
     WinogradFilterSource source;
+    source.is_transformed = true;
     source.transformed = u, source.transformed_layout = layout;
     return source;
   }
@@ -326,7 +329,7 @@ void conv2d_winograd_run(const ExecSpace& space, const XView& x,
   constexpr int a2 = (Tile + 2) * (Tile + 2);
 
   // U in the workspace's first u_bytes, unless transformed beforehand.
-  const bool transformed = filter_source.transformed != nullptr;
+  const bool transformed = filter_source.is_transformed;
   auto lease = WorkspaceCache<ExecSpace>::acquire(
       space, plan.workspace_bytes() - (transformed ? plan.u_bytes : 0));
   unsigned char* base = lease.data();
@@ -460,12 +463,13 @@ std::size_t conv2d_winograd_from(const ExecSpace& space, const XView& x,
   if constexpr (runs_on_host_v<ExecSpace>) {
     threads = Kokkos::Experimental::UniqueToken<ExecSpace>(space).size();
   }
-  const WinogradPlan plan = plan_winograd(
-      op, pb, sizeof(Acc), pb.workspace_limit_bytes, runs_on_host_v<ExecSpace>,
-      HostVector<Acc>::lanes, threads, tuning, winograd_fusable<ExecSpace, view_scalar_t<XView>>,
-      filters.transformed == nullptr);
-  const std::size_t workspace = plan.workspace_bytes() - (filters.transformed ? plan.u_bytes : 0);
-  if (filters.transformed) {
+  const WinogradPlan plan =
+      plan_winograd(op, pb, sizeof(Acc), pb.workspace_limit_bytes, runs_on_host_v<ExecSpace>,
+                    HostVector<Acc>::lanes, threads, tuning,
+                    winograd_fusable<ExecSpace, view_scalar_t<XView>>, !filters.is_transformed);
+  const std::size_t workspace =
+      plan.workspace_bytes() - (filters.is_transformed ? plan.u_bytes : 0);
+  if (filters.is_transformed) {
     const WinogradFiltersLayout want = winograd_filters_layout(pb, plan);
     throw_if(want != filters.transformed_layout, op, "the transformed Winograd filters (",
              describe(filters.transformed_layout), ") do not fit this call, which needs ",
