@@ -322,28 +322,43 @@ TEST(WinogradMathModes, Tf32ComputesStrictly) {
   }
 }
 
-/// The input gradient of case c from dy and w (both from fixed seeds) by
-/// conv2d_backward_data's Winograd path (impl/backward/conv2d_backward_data_winograd.hpp),
-/// forced (`always`) with `tuning`; dx poisoned first. Returns whether the path ran, and
-/// the gradient's relative error against the host's in `error`.
+/// Backward data's operands for case c: w and dy from fixed seeds, dx poisoned, the
+/// validated problem.
+template <class T, class Space>
+struct BackwardDataProblem {
+  ConvCase c;
+  std::vector<double> wv, dyv;
+  Tensor4<T, Space> w, dy, dx;
+  Impl::Conv2dProblem pb;
+  BackwardDataProblem(const ConvCase& cc, unsigned seed)
+      : c(cc),
+        wv(random_values(product(cc.w_extents()), seed)),
+        dyv(random_values(product(cc.y_extents()), seed + 1)),
+        w(make_tensor<T, Space>("w", cc.w_extents(), wv)),
+        dy(make_tensor<T, Space>("dy", cc.y_extents(), dyv)) {
+    const auto xe = cc.x_extents();
+    dx = Tensor4<T, Space>("dx", xe[0], xe[1], xe[2], xe[3]);
+    poison(dx);
+    pb = Impl::make_conv2d_backward_problem("test", dx, w, 0, dy, cc.params(),
+                                            Impl::ConvTensorNames{"dx", "w", "bias", "dy"});
+  }
+  std::vector<double> want() const { return host_backward_data(c, dyv, wv); }
+};
+
+/// The input gradient of case c by conv2d_backward_data's Winograd path
+/// (impl/backward/conv2d_backward_data_winograd.hpp), forced (`always`) with `tuning`.
+/// Returns whether the path ran, and the gradient's relative error against the host's in
+/// `error`.
 template <class T, class Space>
 bool backward_data_through_winograd(const Space& space, const ConvCase& c,
                                     const Impl::WinogradTuning& tuning, double& error) {
-  const auto wv = random_values(product(c.w_extents()), 81);
-  const auto dyv = random_values(product(c.y_extents()), 82);
-  auto w = make_tensor<T, Space>("w", c.w_extents(), wv);
-  auto dy = make_tensor<T, Space>("dy", c.y_extents(), dyv);
-  const auto xe = c.x_extents();
-  Tensor4<T, Space> dx("dx", xe[0], xe[1], xe[2], xe[3]);
-  poison(dx);
-  const auto pb = Impl::make_conv2d_backward_problem(
-      "test", dx, w, 0, dy, c.params(), Impl::ConvTensorNames{"dx", "w", "bias", "dy"});
+  BackwardDataProblem<T, Space> bd(c, 81);
   const bool ran = Impl::conv2d_backward_data_winograd(
-      space, Impl::as_kernel_view<Space, false>(dy), Impl::as_kernel_view<Space, false>(w),
-      Impl::as_kernel_view<Space, true>(dx), pb, true, tuning);
+      space, Impl::as_kernel_view<Space, false>(bd.dy), Impl::as_kernel_view<Space, false>(bd.w),
+      Impl::as_kernel_view<Space, true>(bd.dx), bd.pb, true, tuning);
   space.fence();
-  const auto got = to_host(dx);
-  error = ran ? relative_error(got, host_backward_data(c, dyv, wv)) : 0;
+  const auto got = to_host(bd.dx);
+  error = ran ? relative_error(got, bd.want()) : 0;
   if (!ran) {
     EXPECT_TRUE(all_nan(got)) << "a refused backward data call wrote dx";
   }
@@ -391,27 +406,19 @@ TEST(WinogradBackwardData, PublicCallTakesItWhereAutoPicksWinograd) {
       ConvCase c = base;
       c.layout = layout;
       SCOPED_TRACE(c.name + " " + kcnn::to_string(layout));
-      const auto wv = random_values(product(c.w_extents()), 83);
-      const auto dyv = random_values(product(c.y_extents()), 84);
-      auto w = make_tensor<float, Space>("w", c.w_extents(), wv);
-      auto dy = make_tensor<float, Space>("dy", c.y_extents(), dyv);
-      const auto xe = c.x_extents();
-      Tensor4<float, Space> dx("dx", xe[0], xe[1], xe[2], xe[3]);
-      poison(dx);
-      const auto pb = Impl::make_conv2d_backward_problem(
-          "test", dx, w, 0, dy, c.params(), Impl::ConvTensorNames{"dx", "w", "bias", "dy"});
+      BackwardDataProblem<float, Space> bd(c, 83);
       const bool prefers =
-          Impl::backward_data_prefers_winograd<Space, float>(Impl::backward_data_as_forward(pb));
+          Impl::backward_data_prefers_winograd<Space, float>(Impl::backward_data_as_forward(bd.pb));
       if (c.pad_h == 3) {
         EXPECT_FALSE(prefers);
       } else if (!Impl::runs_on_host_v<Space> || Impl::build_host_isa() == Impl::HostIsa::Avx2) {
         EXPECT_TRUE(prefers);  // the rules measured for GPUs and AVX2 CPUs take this layer
       }
       const LaunchedKernels launched;
-      kcnn::conv2d_backward_data(Space(), dy, w, dx, c.params());
+      kcnn::conv2d_backward_data(Space(), bd.dy, bd.w, bd.dx, c.params());
       Space().fence();
       EXPECT_EQ(launched.saw("kcnn::conv2d::winograd::filter_transform"), prefers);
-      EXPECT_LE(relative_error(to_host(dx), host_backward_data(c, dyv, wv)), tolerance<float>());
+      EXPECT_LE(relative_error(to_host(bd.dx), bd.want()), tolerance<float>());
     }
 }
 
