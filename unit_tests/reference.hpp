@@ -31,10 +31,14 @@ struct ConvCase {
   bool bias = false;
   kcnn::MathMode math = kcnn::MathMode::Strict;  ///< for float; double cases run Strict
   std::size_t workspace_limit_bytes = 0;         ///< 0: kcnn::workspace_limit()
+  /// Conv2dParams::groups: filter m reads channels [g C/groups, (g+1) C/groups) of its
+  /// group g = m / (M/groups); w holds C/groups channels.
+  int groups = 1;
 
   kcnn::Conv2dParams params() const {
     kcnn::Conv2dParams p;
     p.workspace_limit_bytes = workspace_limit_bytes;
+    p.groups = groups;
     p.stride_h = stride_h, p.stride_w = stride_w, p.pad_h = pad_h, p.pad_w = pad_w;
     p.dilation_h = dilation_h, p.dilation_w = dilation_w;
     p.layout = layout, p.activation = activation;
@@ -54,8 +58,11 @@ struct ConvCase {
     return nhwc() ? std::array{N, H, W, C} : std::array{N, C, H, W};
   }
   std::array<int, 4> w_extents() const {
-    return nhwc() ? std::array{M, R, S, C} : std::array{M, C, R, S};
+    const int Cg = C / groups;
+    return nhwc() ? std::array{M, R, S, Cg} : std::array{M, Cg, R, S};
   }
+  /// The first input channel filter m reads.
+  int first_channel(int m) const { return m / (M / groups) * (C / groups); }
   std::array<int, 4> y_extents() const {
     return nhwc() ? std::array{N, P(), Q(), M} : std::array{N, M, P(), Q()};
   }
@@ -124,8 +131,9 @@ inline std::size_t layout_index(bool nhwc, int channels, int rows, int cols, int
 inline std::size_t x_index(const ConvCase& c, int n, int ch, int h, int w) {
   return layout_index(c.nhwc(), c.C, c.H, c.W, n, ch, h, w);
 }
+/// w's element for filter m and input channel ch (one of m's group's channels).
 inline std::size_t w_index(const ConvCase& c, int m, int ch, int r, int s) {
-  return layout_index(c.nhwc(), c.C, c.R, c.S, m, ch, r, s);
+  return layout_index(c.nhwc(), c.C / c.groups, c.R, c.S, m, ch - c.first_channel(m), r, s);
 }
 inline std::size_t y_index(const ConvCase& c, int n, int m, int p, int q) {
   return layout_index(c.nhwc(), c.M, c.P(), c.Q(), n, m, p, q);
@@ -167,14 +175,14 @@ inline double host_activation(kcnn::Activation a, double v) {
 // ---------------------------------------------------------------------------------
 
 /// Calls f(n, m, ch, p, q, r, s, h, w) for every multiply-add of the convolution that
-/// reads a real (not padded) input cell.
+/// reads a real (not padded) input cell: filter m reads its group's channels ch.
 template <class F>
 inline void for_each_mac(const ConvCase& c, F&& f) {
   for (int n = 0; n < c.N; ++n)
     for (int m = 0; m < c.M; ++m)
       for (int p = 0; p < c.P(); ++p)
         for (int q = 0; q < c.Q(); ++q)
-          for (int ch = 0; ch < c.C; ++ch)
+          for (int ch = c.first_channel(m); ch < c.first_channel(m) + c.C / c.groups; ++ch)
             for (int r = 0; r < c.R; ++r)
               for (int s = 0; s < c.S; ++s) {
                 const std::int64_t h =

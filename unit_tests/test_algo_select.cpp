@@ -1025,7 +1025,7 @@ TEST_F(AlgoCacheFile, SaveAndLoadRoundTrip) {
   const std::string path = temp_path("roundtrip");
   ASSERT_TRUE(kcnn::save_algo_cache(path));
   const std::string text = read_file(path);
-  EXPECT_EQ(text.rfind("kcnn-algo-cache 2\n", 0), 0u) << text;
+  EXPECT_EQ(text.rfind("kcnn-algo-cache 3\n", 0), 0u) << text;
 
   kcnn::clear_algo_cache();
   EXPECT_NE(std::string(a.auto_choice().reason), "cache");
@@ -1053,22 +1053,45 @@ TEST_F(AlgoCacheFile, SaveAndLoadRoundTrip) {
 
 TEST_F(AlgoCacheFile, HandWrittenFileWithCommentsLoads) {
   const std::string path = temp_path("handwritten");
+  write_file(
+      path,
+      "kcnn-algo-cache 3\n"
+      "# a comment\n"
+      "\n"
+      "OpenMP float Strict NCHW RRR ReLU 1 2 3 9 9 4 3 3 1 1 1 1 1 1 1 Reference 0.001\n"
+      "OpenMP float TF32 NCHW RRR ReLU 1 2 3 9 9 4 3 3 1 1 1 1 1 1 1 Tiled 0.001\n"
+      "Cuda double Strict NHWC RLR Identity 0 8 64 56 56 64 3 3 2 2 1 1 1 1 1 Tiled 2.5e-05\n"
+      "Cuda double Strict NHWC RLR Identity 0 8 64 56 56 64 3 3 2 2 1 1 1 1 64 Reference "
+      "1e-05\n"
+      "end 4\n");
+  EXPECT_TRUE(kcnn::load_algo_cache(path));
+  EXPECT_EQ(kcnn::algo_cache_size(), 4u);
+  // The math mode and the groups are part of the key: the TF32 entry and the
+  // depthwise one are their own.
+  const auto entries = kcnn::Impl::algo_cache().snapshot();
+  int tf32 = 0, depthwise = 0;
+  for (const auto& [key, entry] : entries) {
+    tf32 += key.math == kcnn::MathMode::TF32 && entry.algo == kcnn::ConvAlgo::Tiled;
+    depthwise += key.groups == 64 && entry.algo == kcnn::ConvAlgo::Reference;
+  }
+  EXPECT_EQ(tf32, 1);
+  EXPECT_EQ(depthwise, 1);
+  std::remove(path.c_str());
+}
+
+// Files of format version 2 (before the groups) load, every entry ungrouped.
+TEST_F(AlgoCacheFile, Version2FileLoadsUngrouped) {
+  const std::string path = temp_path("version2");
   write_file(path,
              "kcnn-algo-cache 2\n"
-             "# a comment\n"
-             "\n"
-             "OpenMP float Strict NCHW RRR ReLU 1 2 3 9 9 4 3 3 1 1 1 1 1 1 Reference 0.001\n"
              "OpenMP float TF32 NCHW RRR ReLU 1 2 3 9 9 4 3 3 1 1 1 1 1 1 Tiled 0.001\n"
              "Cuda double Strict NHWC RLR Identity 0 8 64 56 56 64 3 3 2 2 1 1 1 1 Tiled 2.5e-05\n"
-             "end 3\n");
+             "end 2\n");
   EXPECT_TRUE(kcnn::load_algo_cache(path));
-  EXPECT_EQ(kcnn::algo_cache_size(), 3u);
-  // The math mode is part of the key: the TF32 entry is its own.
   const auto entries = kcnn::Impl::algo_cache().snapshot();
-  int tf32 = 0;
+  ASSERT_EQ(entries.size(), 2u);
   for (const auto& [key, entry] : entries)
-    tf32 += key.math == kcnn::MathMode::TF32 && entry.algo == kcnn::ConvAlgo::Tiled;
-  EXPECT_EQ(tf32, 1);
+    EXPECT_EQ(key.groups, 1);
   std::remove(path.c_str());
 }
 
@@ -1110,11 +1133,11 @@ TEST_F(AlgoCacheFile, CorruptForeignAndTruncatedFilesAreIgnoredWithAWarning) {
   const auto before = kcnn::Impl::algo_cache().snapshot();
   ASSERT_EQ(before.size(), 1u);
 
-  const std::string header = "kcnn-algo-cache 2\n";
+  const std::string header = "kcnn-algo-cache 3\n";
   const std::string good =
-      "OpenMP float Strict NCHW RRR ReLU 1 2 3 9 9 4 3 3 1 1 1 1 1 1 Reference 0.001\n";
+      "OpenMP float Strict NCHW RRR ReLU 1 2 3 9 9 4 3 3 1 1 1 1 1 1 1 Reference 0.001\n";
   const std::string good2 =
-      "Serial double Strict NHWC RRR Tanh 0 1 7 5 5 3 3 3 1 1 0 0 1 1 Reference 0.5\n";
+      "Serial double Strict NHWC RRR Tanh 0 1 7 5 5 3 3 3 1 1 0 0 1 1 1 Reference 0.5\n";
   const std::string valid = header + good + good2 + "end 2\n";
   auto with = [&](const std::string& from, const std::string& to) {
     std::string s = good;
@@ -1129,12 +1152,16 @@ TEST_F(AlgoCacheFile, CorruptForeignAndTruncatedFilesAreIgnoredWithAWarning) {
       {"json", "{\"context\": {}, \"benchmarks\": []}\n"},
       {"binary", std::string(binary, sizeof(binary) - 1)},
       {"other_magic", "kcnn-algo-cachex 1\n" + good + "end 1\n"},
-      {"newer_version", "kcnn-algo-cache 3\n" + good + "end 1\n"},
+      {"newer_version", "kcnn-algo-cache 4\n" + good + "end 1\n"},
       {"version1_with_math_field", "kcnn-algo-cache 1\n" + good + "end 1\n"},
+      {"version2_with_groups_field", "kcnn-algo-cache 2\n" + good + "end 1\n"},
+      {"zero_groups", with(" 1 Reference", " 0 Reference")},
+      {"groups_not_dividing_m", with(" 1 Reference", " 3 Reference")},
+      {"text_groups", with(" 1 Reference", " one Reference")},
       {"unknown_math", with("Strict", "FastMath")},
       {"tf32_double",
        header +
-           "Serial double TF32 NHWC RRR Tanh 0 1 7 5 5 3 3 3 1 1 0 0 1 1 Reference 0.5\nend 1\n"},
+           "Serial double TF32 NHWC RRR Tanh 0 1 7 5 5 3 3 3 1 1 0 0 1 1 1 Reference 0.5\nend 1\n"},
       {"header_only", header},
       {"truncated_no_end", header + good + good2},
       {"truncated_mid_line", valid.substr(0, header.size() + good.size() + 20)},

@@ -59,7 +59,8 @@ constexpr void static_check_conv2d_views() {
 /// \tparam ExecSpace  Kokkos execution space the kernels run on
 /// \param space  [in]  execution space instance (stream) to run on
 /// \param x      [in]  input, rank 4: NCHW (N, C, H, W) or NHWC (N, H, W, C)
-/// \param w      [in]  filters, rank 4: NCHW (M, C, R, S) or NHWC (M, R, S, C)
+/// \param w      [in]  filters, rank 4: NCHW (M, C/G, R, S) or NHWC (M, R, S, C/G) for
+///                     G = params.groups (1: (M, C, R, S))
 /// \param bias   [in]  rank 1, extent M, or extent 0 for no bias
 /// \param y      [out] output, rank 4: NCHW (N, M, P, Q) or NHWC (N, P, Q, M), with
 ///                     P = (H + 2*pad_h - dilation_h*(R-1) - 1)/stride_h + 1, Q likewise
@@ -139,6 +140,15 @@ constexpr void static_check_conv2d_views() {
 /// 6x6 input patch, not only on its window, and a non-finite input value makes every
 /// output of the tiles whose patches hold it non-finite (a direct convolution: only the
 /// outputs whose windows hold it). 16-bit tensors transform and multiply in float.
+///
+/// Grouped convolutions (params.groups = G > 1; C and M multiples of G): output channel
+/// m reads only the C/G input channels of its group m / (M/G) (G = C = M: depthwise).
+/// Every algorithm computes them as G ungrouped convolutions of C/G channels and M/G
+/// filters, one after the other on `space`, on strided slices of x, w, bias and y (no
+/// copies; impl/common/groups.hpp); a fused pooling pools each group's channels. An
+/// algorithm takes a grouped problem where it takes one group's (can_implement checks
+/// every group's slices), and Auto's rules judge one group's problem. One launch per
+/// group: layers of many small groups (depthwise) are launch-bound for now.
 ///
 /// params.math (MathMode) is the precision the call may give up: TF32 and TF32x3 need
 /// float tensors (double tensors with them throw kcnn::Error); the algorithms without

@@ -7,7 +7,9 @@
 /// Both are the gradients of the *linear* convolution y = conv(x, w) + bias: a layer
 /// y = act(conv(x, w) + bias) first turns its output gradient into the gradient of the
 /// pre-activation with kcnn::activation_backward, and a fused pooling is undone with
-/// kcnn::pool2d_backward. The shapes, parameters and their rules are conv2d_forward's.
+/// kcnn::pool2d_backward. The shapes, parameters and their rules are conv2d_forward's,
+/// groups included: a grouped layer's gradients are computed group by group, on the
+/// groups' slices of the tensors (each dx channel, filter and bias belongs to one group).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -19,6 +21,7 @@
 #include "impl/backward/conv2d_backward_data_winograd.hpp"
 #include "impl/backward/conv2d_backward_gemm.hpp"
 #include "impl/backward/conv2d_backward_weights_direct.hpp"
+#include "impl/common/groups.hpp"
 #include "impl/common/problem.hpp"
 #include "impl/common/profiling.hpp"
 #include "impl/common/view_checks.hpp"
@@ -43,10 +46,11 @@ namespace kcnn {
 ///
 /// \param space  [in]  execution space instance (stream) to run on
 /// \param dy     [in]  output gradient, rank 4: NCHW (N, M, P, Q) or NHWC (N, P, Q, M)
-/// \param w      [in]  filters, rank 4: NCHW (M, C, R, S) or NHWC (M, R, S, C)
+/// \param w      [in]  filters, rank 4: NCHW (M, C/G, R, S) or NHWC (M, R, S, C/G),
+///                     G = params.groups
 /// \param dx     [out] input gradient, rank 4: NCHW (N, C, H, W) or NHWC (N, H, W, C)
-/// \param params [in]  stride, padding, dilation, layout and workspace limit of the
-///                     forward convolution; activation must be Identity and pool unset
+/// \param params [in]  stride, padding, dilation, groups, layout and workspace limit of
+///                     the forward convolution; activation must be Identity and pool unset
 ///                     (see the file comment); algo is ignored.
 ///
 /// P and Q must be what conv2d_forward derives from H, W and params. Views hold float,
@@ -88,13 +92,21 @@ void conv2d_backward_data(const ExecSpace& space, const DYView& dy, const WView&
   }
   const auto dyk = Impl::as_kernel_view<ExecSpace, false>(dy);
   const auto wk = Impl::as_kernel_view<ExecSpace, false>(w);
-  if (Impl::conv2d_backward_data_winograd(space, dyk, wk, dxk, pb)) return;
-  if (Impl::conv2d_backward_data_direct(space, dyk, wk, dxk, pb)) return;
-  if (pb.layout == Layout::NCHW) {
-    Impl::conv2d_backward_data_gemm<Layout::NCHW>(space, dyk, wk, dxk, pb);
-  } else {
-    Impl::conv2d_backward_data_gemm<Layout::NHWC>(space, dyk, wk, dxk, pb);
-  }
+  // Group g's dx channels depend on its dy channels and filters only: one backward
+  // convolution per group, on the slices (impl/common/groups.hpp).
+  Impl::for_each_group(
+      pb, dxk, wk, Impl::kernel_input1_t<ExecSpace, T>(), dyk,
+      [&](const auto& dxg, const auto& wg, const auto&, const auto& dyg,
+          const Impl::Conv2dProblem& group) {
+        if (Impl::conv2d_backward_data_winograd(space, dyg, wg, dxg, group)) return std::size_t{0};
+        if (Impl::conv2d_backward_data_direct(space, dyg, wg, dxg, group)) return std::size_t{0};
+        if (group.layout == Layout::NCHW) {
+          Impl::conv2d_backward_data_gemm<Layout::NCHW>(space, dyg, wg, dxg, group);
+        } else {
+          Impl::conv2d_backward_data_gemm<Layout::NHWC>(space, dyg, wg, dxg, group);
+        }
+        return std::size_t{0};
+      });
 }
 
 /// \brief The gradients of y = conv(x, w) + bias with respect to w and bias:
@@ -114,7 +126,8 @@ void conv2d_backward_data(const ExecSpace& space, const DYView& dy, const WView&
 /// \param space  [in]  execution space instance (stream) to run on
 /// \param x      [in]  the forward input, rank 4: NCHW (N, C, H, W) or NHWC (N, H, W, C)
 /// \param dy     [in]  output gradient, rank 4: NCHW (N, M, P, Q) or NHWC (N, P, Q, M)
-/// \param dw     [out] filter gradient, rank 4: NCHW (M, C, R, S) or NHWC (M, R, S, C)
+/// \param dw     [out] filter gradient, rank 4: NCHW (M, C/G, R, S) or NHWC (M, R, S,
+///                     C/G), G = params.groups
 /// \param dbias  [out] rank 1, extent M, or extent 0 when the layer has no bias
 /// \param params [in]  as for conv2d_backward_data
 ///
@@ -157,22 +170,30 @@ void conv2d_backward_weights(const ExecSpace& space, const XView& x, const DYVie
   const auto dwk = Impl::as_kernel_view<ExecSpace, true>(dw);
   const Impl::kernel_view_t<ExecSpace, T*> dbk(
       dbias.data(), Kokkos::LayoutStride(dbias.extent(0), dbias.stride(0)));
-  if (pb.N > 0 && pb.P > 0 && pb.Q > 0 &&
-      Impl::conv2d_backward_weights_direct(space, xk, dyk, dwk, pb)) {
-    if (pb.has_bias) {
-      if (pb.layout == Layout::NCHW) {
-        Impl::conv2d_bias_gradient<Layout::NCHW>(space, dyk, dbk, pb);
-      } else {
-        Impl::conv2d_bias_gradient<Layout::NHWC>(space, dyk, dbk, pb);
-      }
-    }
-    return;
-  }
-  if (pb.layout == Layout::NCHW) {
-    Impl::conv2d_backward_weights_gemm<Layout::NCHW>(space, xk, dyk, dwk, dbk, pb);
-  } else {
-    Impl::conv2d_backward_weights_gemm<Layout::NHWC>(space, xk, dyk, dwk, dbk, pb);
-  }
+  // Group g's filters and biases depend on its x and dy channels only: one backward
+  // convolution per group, on the slices (impl/common/groups.hpp).
+  Impl::for_each_group(
+      pb, xk, dwk, dbk, dyk,
+      [&](const auto& xg, const auto& dwg, const auto& dbg, const auto& dyg,
+          const Impl::Conv2dProblem& group) {
+        if (group.N > 0 && group.P > 0 && group.Q > 0 &&
+            Impl::conv2d_backward_weights_direct(space, xg, dyg, dwg, group)) {
+          if (group.has_bias) {
+            if (group.layout == Layout::NCHW) {
+              Impl::conv2d_bias_gradient<Layout::NCHW>(space, dyg, dbg, group);
+            } else {
+              Impl::conv2d_bias_gradient<Layout::NHWC>(space, dyg, dbg, group);
+            }
+          }
+          return std::size_t{0};
+        }
+        if (group.layout == Layout::NCHW) {
+          Impl::conv2d_backward_weights_gemm<Layout::NCHW>(space, xg, dyg, dwg, dbg, group);
+        } else {
+          Impl::conv2d_backward_weights_gemm<Layout::NHWC>(space, xg, dyg, dwg, dbg, group);
+        }
+        return std::size_t{0};
+      });
 }
 
 /// \brief conv2d_backward_weights for a layer without bias (no bias gradient).

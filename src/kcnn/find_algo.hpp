@@ -104,7 +104,7 @@ std::vector<AlgoTiming> time_conv2d_algos(const ExecSpace& space, const XView& x
 /// cache. That last run is enqueued on `space` without a fence, like conv2d_forward.
 ///
 /// The cache key is the whole problem: N, C, H, W, M, R, S, stride, padding, dilation,
-/// layout, activation, bias or not, the Views' array layouts, the backend
+/// groups, layout, activation, bias or not, the Views' array layouts, the backend
 /// (ExecSpace::name()) and the scalar type. An empty problem (N = 0 or M = 0) is not
 /// timed nor cached; the heuristic's choice is returned.
 ///
@@ -130,19 +130,22 @@ FindAlgoResult find_best_algo(const ExecSpace& space, const XView& x, const WVie
 
   FindAlgoResult result;
   const auto key = Impl::make_algo_cache_key<ExecSpace, XView, WView, YView>(pb);
-  const auto cached = options.reuse_cached ? Impl::algo_cache().find(key) : std::nullopt;
+  // The cached winner, or Auto for none (a plain value: GCC's -Wmaybe-uninitialized
+  // misreads an optional's payload here once the key grows).
+  ConvAlgo cached = ConvAlgo::Auto;
+  if (options.reuse_cached)
+    if (const auto hit = Impl::algo_cache().find(key)) cached = hit->algo;
   if (pb.empty()) {
-    result.algo =
-        Impl::select_conv2d_algo(pb, Impl::auto_context<ExecSpace, Impl::view_scalar_t<YView>>())
-            .algo;
-  } else if (cached && Impl::is_implemented(cached->algo) &&
-             !Impl::conv2d_can_implement(space, cached->algo,
-                                         Impl::as_kernel_view<ExecSpace, false>(x),
+    result.algo = Impl::select_conv2d_algo(
+                      pb.group_slice(), Impl::auto_context<ExecSpace, Impl::view_scalar_t<YView>>())
+                      .algo;
+  } else if (cached != ConvAlgo::Auto && Impl::is_implemented(cached) &&
+             !Impl::conv2d_can_implement(space, cached, Impl::as_kernel_view<ExecSpace, false>(x),
                                          Impl::as_kernel_view<ExecSpace, false>(w),
                                          Impl::as_kernel_view<ExecSpace, false>(bias),
                                          Impl::as_kernel_view<ExecSpace, true>(y), pb)
                   .has_value()) {
-    result.algo = cached->algo;
+    result.algo = cached;
     result.from_cache = true;
   } else {
     {

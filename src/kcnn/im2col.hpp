@@ -166,8 +166,10 @@ void col2im(const ExecSpace& space, const ColsView& cols, int kernel_h, int kern
 ///                          LayoutLeft, contiguous
 /// \param kernel_h    window height R (>= 1)
 /// \param kernel_w    window width S (>= 1)
-/// \param params      stride, padding, dilation and layout (activation, algo and the
-///                    workspace limit are ignored)
+/// \param params      stride, padding, dilation and layout; groups must divide C but
+///                    do not change the matrix (a grouped convolution multiplies group
+///                    g's filters with the rows of its channels); activation, algo and
+///                    the workspace limit are ignored
 /// \param cols        [out] rank 2, LayoutRight (row-major), same scalar as x
 /// \param batch_begin first image of x to unroll (>= 0)
 template <class ExecSpace, class XView, class ColsView>

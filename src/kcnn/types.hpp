@@ -68,6 +68,11 @@ struct Conv2dParams {
   int stride_h = 1, stride_w = 1;
   int pad_h = 0, pad_w = 0;  ///< zero padding on both sides
   int dilation_h = 1, dilation_w = 1;
+  /// Grouped convolution: C and M are split into `groups` equal parts, and output
+  /// channel m reads only the input channels of its group, m / (M / groups): w is
+  /// (M, C / groups, R, S) in NCHW and (M, R, S, C / groups) in NHWC. 1: every filter
+  /// reads every channel; groups = C = M: depthwise. C and M must be multiples of it.
+  int groups = 1;
   Layout layout = Layout::NCHW;
   Activation activation = Activation::Identity;
   ConvAlgo algo = ConvAlgo::Auto;

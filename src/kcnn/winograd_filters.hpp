@@ -101,6 +101,9 @@ class WinogradFilters {
     constexpr const char* op = "kcnn::WinogradFilters::update";
     Impl::check_extents_fit(op, "w", w);
     Impl::check_contiguous(op, "w", w);
+    Impl::throw_if(params.groups != 1, op,
+                   "WinogradFilters hold an ungrouped layer's filters; params.groups is ",
+                   params.groups);
     Impl::Conv2dProblem pb;
     pb.layout = params.layout;
     pb.math = params.math;
@@ -170,7 +173,8 @@ class WinogradFilters {
 /// U (on CUDA's fused float kernel none at all, unless pooled).
 /// \throws kcnn::Error, before anything is written, on everything conv2d_forward refuses
 ///         (with the filters in w's role), when `filters` holds nothing, when params.algo
-///         is another algorithm, when params.layout is not the filters' layout, and when
+///         is another algorithm, when params.layout is not the filters' layout or
+///         params.groups is not 1 (grouped layers take w), and when
 ///         U's layout does not fit the call (a CUDA float call whose extents exceed the
 ///         fused kernel's 32 bits needs F(4x4)'s staged U: pass w instead).
 template <class ExecSpace, class XView, class T, class BView, class YView>
@@ -191,6 +195,9 @@ void conv2d_forward(const ExecSpace& space, const XView& x,
       "WinogradFilters run ConvAlgo::Winograd; params.algo is ConvAlgo::", to_string(params.algo));
   Impl::throw_if(params.layout != filters.layout(), op, "the WinogradFilters were transformed for ",
                  to_string(filters.layout()), "; params.layout is ", to_string(params.layout));
+  Impl::throw_if(params.groups != 1, op,
+                 "WinogradFilters hold an ungrouped layer's filters; params.groups is ",
+                 params.groups);
   // The filters' shape, for the one validation of the geometry (extents only: no data).
   const bool nhwc = params.layout == Layout::NHWC;
   using Shape = Kokkos::View<const T****, Kokkos::LayoutRight, typename ExecSpace::memory_space,

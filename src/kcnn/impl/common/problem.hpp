@@ -73,6 +73,9 @@ struct Conv2dProblem {
   std::int64_t M = 0, R = 0, S = 0;         ///< filters: count, height, width
   std::int64_t P = 0, Q = 0;                ///< convolution output height, width (unpooled)
   int stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+  /// Conv2dParams::groups (validated: divides C and M). C and M count every group's
+  /// channels and filters; w's channel extent is C / groups.
+  std::int64_t groups = 1;
   Layout layout = Layout::NCHW;
   Activation activation = Activation::Identity;
   bool has_bias = false;
@@ -98,12 +101,27 @@ struct Conv2dProblem {
     return has_pool ? N * M * P_pooled * Q_pooled : output_size();
   }
   KOKKOS_INLINE_FUNCTION std::int64_t input_size() const { return N * C * H * W; }
-  KOKKOS_INLINE_FUNCTION std::int64_t weight_size() const { return M * C * R * S; }
+  /// Input channels a filter reads (C / groups).
+  KOKKOS_INLINE_FUNCTION std::int64_t group_channels() const { return C / groups; }
+  /// Filters of a group (M / groups).
+  KOKKOS_INLINE_FUNCTION std::int64_t group_filters() const { return M / groups; }
+  KOKKOS_INLINE_FUNCTION std::int64_t weight_size() const { return M * group_channels() * R * S; }
   /// Multiply-adds times two, the usual convolution FLOP count.
   KOKKOS_INLINE_FUNCTION double flops() const {
-    return 2.0 * static_cast<double>(output_size()) * static_cast<double>(C * R * S);
+    return 2.0 * static_cast<double>(output_size()) * static_cast<double>(group_channels() * R * S);
   }
   bool empty() const { return output_size() == 0; }
+
+  /// One group of a grouped convolution as a convolution of its own: C / groups
+  /// channels, M / groups filters (the tensors are the group's channel slices, see
+  /// conv2d/groups.hpp). The problem itself when groups is 1.
+  Conv2dProblem group_slice() const {
+    Conv2dProblem pb = *this;
+    pb.C = group_channels();
+    pb.M = group_filters();
+    pb.groups = 1;
+    return pb;
+  }
 
   /// The same convolution without the pooling: what an algorithm without a fused
   /// pooling kernel computes into a temporary.
@@ -280,6 +298,25 @@ inline void derive_window_geometry(const char* op, Conv2dProblem& pb, const Conv
            " input (padding ", p.pad_h, "x", p.pad_w, ")");
 }
 
+/// What a convolution's tensors are called in messages: conv2d_forward's x, w, bias,
+/// y, or the backward operations' dx, dw, dbias, dy.
+struct ConvTensorNames {
+  const char* x = "x";
+  const char* w = "w";
+  const char* bias = "bias";
+  const char* y = "y";
+};
+
+/// Conv2dParams::groups against C (x's channels) and M (w's filters).
+inline void check_groups(const char* op, int groups, std::int64_t C, std::int64_t M,
+                         const ConvTensorNames& names = {}) {
+  throw_if(groups < 1, op, "params.groups must be >= 1, got ", groups);
+  throw_if(C % groups != 0, op, "params.groups=", groups, " does not divide the ", C,
+           " input channels of ", names.x);
+  throw_if(M % groups != 0, op, "params.groups=", groups, " does not divide the ", M,
+           " filters of ", names.w);
+}
+
 /// The geometry of unrolling x with a kernel_h x kernel_w window (im2col, col2im):
 /// N, C, H, W from x, R, S from the kernel, P, Q derived; M = 0, no bias. Validates the
 /// parameters, the extents and x's contiguity.
@@ -292,21 +329,15 @@ Conv2dProblem make_unroll_problem(const char* op, const XView& x, std::int64_t k
   activation_extents(x, p.layout, pb.N, pb.C, pb.H, pb.W);
   throw_if(pb.C < 1, op, "x has no input channels (", to_string(p.layout), " extents ",
            extents_text(x), ")");
+  // The unrolled matrix does not depend on the groups (group g's GEMM reads the rows of
+  // its channels); they are checked against C all the same.
+  check_groups(op, p.groups, pb.C, 0);
   pb.R = kernel_h, pb.S = kernel_w;
   derive_window_geometry(op, pb, p);
   check_problem_size(op, pb);
   check_contiguous(op, "x", x);
   return pb;
 }
-
-/// What a convolution's tensors are called in messages: conv2d_forward's x, w, bias,
-/// y, or the backward operations' dx, dw, dbias, dy.
-struct ConvTensorNames {
-  const char* x = "x";
-  const char* w = "w";
-  const char* bias = "bias";
-  const char* y = "y";
-};
 
 /// The one validation of a convolution's geometry, shared by conv2d_forward and the
 /// backward operations: parameters (and the fused pool's), the extents of the
@@ -344,8 +375,18 @@ Conv2dProblem make_conv2d_geometry(const char* op, const XView& x, const WView& 
 
   throw_if(pb.C < 1, op, names.x, " has no input channels (", lname, " extents ", extents_text(x),
            ")");
-  throw_if(wc != pb.C, op, "channel mismatch: ", names.x, " has C=", pb.C, " (", lname, " extents ",
-           extents_text(x), ") but ", names.w, " has C=", wc, " (extents ", extents_text(w), ")");
+  check_groups(op, p.groups, pb.C, pb.M, names);
+  pb.groups = p.groups;
+  if (p.groups == 1) {
+    throw_if(wc != pb.C, op, "channel mismatch: ", names.x, " has C=", pb.C, " (", lname,
+             " extents ", extents_text(x), ") but ", names.w, " has C=", wc, " (extents ",
+             extents_text(w), ")");
+  } else {
+    throw_if(wc != pb.C / p.groups, op, "channel mismatch: ", names.x, " has C=", pb.C, " (", lname,
+             " extents ", extents_text(x), ") in ", p.groups, " groups of ", pb.C / p.groups,
+             " channels, but ", names.w, " has ", wc, " channels (extents ", extents_text(w),
+             "); a grouped filter reads its group's C / groups channels");
+  }
   derive_window_geometry(op, pb, p);
   check_problem_size(op, pb);
 

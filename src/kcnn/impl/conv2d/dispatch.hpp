@@ -2,8 +2,9 @@
 /// \file impl/conv2d/dispatch.hpp
 /// \brief From a concrete ConvAlgo to its descriptor's launch: the registry lookup, and
 ///        the fused pooling for algorithms that do not fuse it (convolution into the
-///        cached unpooled-output buffer, then the pooling kernel). can_implement and the
-///        workspace size are the same path in LaunchMode::Check.
+///        cached unpooled-output buffer, then the pooling kernel), and grouped problems
+///        as one launch per group (common/groups.hpp). can_implement and the workspace
+///        size are the same path in LaunchMode::Check.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -14,6 +15,7 @@
 
 #include "../../types.hpp"
 #include "../../workspace.hpp"
+#include "../common/groups.hpp"
 #include "../common/problem.hpp"
 #include "../common/view_checks.hpp"
 #include "../common/workspace_cache.hpp"
@@ -56,20 +58,30 @@ std::size_t conv2d_launch_then_pool(const ExecSpace& space, const YView& y, cons
 }
 
 /// Runs (or checks, see LaunchMode) registered algorithm `algo` on kernel Views with
-/// validated problem `pb`, pooled or not (conv2d_launch_then_pool). Returns the workspace
-/// bytes. Throws kcnn::Error for an algorithm that is not registered or cannot run the
-/// problem.
+/// validated problem `pb`, pooled or not (conv2d_launch_then_pool), grouped or not (the
+/// algorithm runs each group's slices in turn, for_each_group; a fused pooling pools each
+/// group's channels, a second pass all of them at once). Returns the workspace bytes.
+/// Throws kcnn::Error for an algorithm that is not registered or cannot run the problem
+/// (in Check mode every group is checked: a slice's alignment may differ).
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 std::size_t conv2d_launch(const ExecSpace& space, ConvAlgo algo, const XView& x, const WView& w,
                           const BView& bias, const YView& y, const Conv2dProblem& pb,
                           LaunchMode mode) {
+  // A group's launch checks its own slices before it writes: check them all first, so
+  // that a refusal leaves y untouched (a slice's alignment may differ from the first's).
+  if (mode == LaunchMode::Run && pb.groups > 1)
+    conv2d_launch(space, algo, x, w, bias, y, pb, LaunchMode::Check);
   std::size_t workspace = 0;
   const bool registered = Conv2dRegistry::visit(algo, [&](auto descriptor) {
     using Algo = decltype(descriptor);
     workspace = conv2d_launch_then_pool(
-        space, y, pb, mode, Algo::template fuses_pool<view_scalar_t<XView>>(pb),
+        space, y, pb, mode, Algo::template fuses_pool<view_scalar_t<XView>>(pb.group_slice()),
         [&](const auto& y_view, const Conv2dProblem& problem) {
-          return Algo::launch(space, x, w, bias, y_view, problem, mode);
+          return for_each_group(problem, x, w, bias, y_view,
+                                [&](const auto& xg, const auto& wg, const auto& bg, const auto& yg,
+                                    const Conv2dProblem& group) {
+                                  return Algo::launch(space, xg, wg, bg, yg, group, mode);
+                                });
         });
   });
   throw_if(!registered, "kcnn::conv2d_forward", "ConvAlgo::", to_string(algo),

@@ -3,14 +3,15 @@
 /// \brief The process-wide cache of find_best_algo's winners: its key, the cache itself
 ///        (mutex-protected) and its text file format.
 ///
-/// File format, version 2 (text, one entry per line, fields separated by blanks):
+/// File format, version 3 (text, one entry per line, fields separated by blanks):
 ///
-///     kcnn-algo-cache 2
+///     kcnn-algo-cache 3
 ///     # backend scalar math layout views activation bias N C H W M R S stride_h ...
-///     OpenMP float Strict NCHW RRR ReLU 1 8 64 56 56 64 3 3 1 1 1 1 1 1 Reference 0.0123
+///     OpenMP float Strict NCHW RRR ReLU 1 8 64 56 56 64 3 3 1 1 1 1 1 1 1 Reference 0.0123
 ///     end 1
 ///
-/// Version 1 files (no math field: every entry Strict) still load.
+/// Version 2 files (no groups field: every entry ungrouped) and version 1 files (no
+/// math field either: every entry Strict) still load.
 ///
 /// The first line names the format and its version; lines starting with '#' are
 /// comments; the last line `end <count>` holds the number of entries, so that a
@@ -70,10 +71,11 @@ struct AlgoCacheKey {
   bool has_bias = false;
   std::int64_t N = 0, C = 0, H = 0, W = 0, M = 0, R = 0, S = 0;
   int stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+  std::int64_t groups = 1;
 
   auto tie() const {
     return std::tie(backend, scalar, math, layout, views, activation, has_bias, N, C, H, W, M, R, S,
-                    stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w);
+                    stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups);
   }
   bool operator<(const AlgoCacheKey& o) const { return tie() < o.tie(); }
   bool operator==(const AlgoCacheKey& o) const { return tie() == o.tie(); }
@@ -109,6 +111,7 @@ AlgoCacheKey make_algo_cache_key(const Conv2dProblem& pb) {
   k.N = pb.N, k.C = pb.C, k.H = pb.H, k.W = pb.W, k.M = pb.M, k.R = pb.R, k.S = pb.S;
   k.stride_h = pb.stride_h, k.stride_w = pb.stride_w, k.pad_h = pb.pad_h, k.pad_w = pb.pad_w;
   k.dilation_h = pb.dilation_h, k.dilation_w = pb.dilation_w;
+  k.groups = pb.groups;
   return k;
 }
 
@@ -169,22 +172,23 @@ inline AlgoCache& algo_cache() {
 // ---------------------------------------------------------------------------
 
 inline constexpr const char* kAlgoCacheMagic = "kcnn-algo-cache";
-inline constexpr int kAlgoCacheVersion = 2;
-/// Fields of an entry line in a file of format version 2 (version 1: one fewer, no math).
-inline constexpr std::size_t kAlgoCacheFields = 22;
+inline constexpr int kAlgoCacheVersion = 3;
+/// Fields of an entry line in a file of format version 3 (version 2: one fewer, no
+/// groups; version 1: two fewer, no math either).
+inline constexpr std::size_t kAlgoCacheFields = 23;
 
 inline void write_algo_cache(std::ostream& out, const AlgoCacheMap& entries) {
   out << kAlgoCacheMagic << ' ' << kAlgoCacheVersion << '\n'
       << "# backend scalar math layout views activation bias N C H W M R S stride_h stride_w pad_h "
-         "pad_w dilation_h dilation_w algo seconds\n";
+         "pad_w dilation_h dilation_w groups algo seconds\n";
   out.precision(std::numeric_limits<double>::max_digits10);
   for (const auto& [k, e] : entries) {
     out << k.backend << ' ' << k.scalar << ' ' << to_string(k.math) << ' ' << to_string(k.layout)
         << ' ' << k.views << ' ' << to_string(k.activation) << ' ' << (k.has_bias ? 1 : 0) << ' '
         << k.N << ' ' << k.C << ' ' << k.H << ' ' << k.W << ' ' << k.M << ' ' << k.R << ' ' << k.S
         << ' ' << k.stride_h << ' ' << k.stride_w << ' ' << k.pad_h << ' ' << k.pad_w << ' '
-        << k.dilation_h << ' ' << k.dilation_w << ' ' << to_string(e.algo) << ' ' << e.seconds
-        << '\n';
+        << k.dilation_h << ' ' << k.dilation_w << ' ' << k.groups << ' ' << to_string(e.algo) << ' '
+        << e.seconds << '\n';
   }
   out << "end " << entries.size() << '\n';
 }
@@ -211,7 +215,7 @@ bool parse_enum(const std::string& token, const Enum (&values)[N], Enum& value) 
   return false;
 }
 
-/// Parses one entry line of a file of format `version` (1 or 2); on a defect returns
+/// Parses one entry line of a file of format `version` (1 to 3); on a defect returns
 /// false and says which field.
 inline bool parse_algo_cache_entry(const std::string& line, AlgoCacheKey& k, AlgoCacheEntry& e,
                                    std::string& error, int version = kAlgoCacheVersion) {
@@ -219,7 +223,7 @@ inline bool parse_algo_cache_entry(const std::string& line, AlgoCacheKey& k, Alg
   std::vector<std::string> f;
   for (std::string token; in >> token;)
     f.push_back(token);
-  const std::size_t fields = version >= 2 ? kAlgoCacheFields : kAlgoCacheFields - 1;
+  const std::size_t fields = kAlgoCacheFields - (version >= 3 ? 0 : version == 2 ? 1 : 2);
   if (f.size() != fields) {
     error = msg("expected ", fields, " fields, found ", f.size());
     return false;
@@ -232,7 +236,13 @@ inline bool parse_algo_cache_entry(const std::string& line, AlgoCacheKey& k, Alg
   k.math = MathMode::Strict;
   if (version >= 2) {
     if (!parse_enum(f[2], math_modes, k.math)) return bad("math", f[2]);
-    f.erase(f.begin() + 2);  // the rest as in version 1
+    f.erase(f.begin() + 2);  // the rest as in version 1 (but the groups)
+  }
+  k.groups = 1;
+  if (version >= 3) {  // after dilation_w: field 19 once math is out
+    if (!parse_int(f[19], std::int64_t(1), std::int64_t(std::numeric_limits<int>::max()), k.groups))
+      return bad("groups", f[19]);
+    f.erase(f.begin() + 19);
   }
   constexpr Layout layouts[] = {Layout::NCHW, Layout::NHWC};
   constexpr Activation activations[] = {Activation::Identity, Activation::ReLU, Activation::Sigmoid,
@@ -268,6 +278,8 @@ inline bool parse_algo_cache_entry(const std::string& line, AlgoCacheKey& k, Alg
   if (!parse_int(f[16], 0, kMaxInt, k.pad_w)) return bad("pad_w", f[16]);
   if (!parse_int(f[17], 1, kMaxInt, k.dilation_h)) return bad("dilation_h", f[17]);
   if (!parse_int(f[18], 1, kMaxInt, k.dilation_w)) return bad("dilation_w", f[18]);
+  if (k.C % k.groups != 0 || k.M % k.groups != 0)
+    return bad("groups (C and M must be multiples of it)", std::to_string(k.groups));
   if (!parse_conv_algo(f[19], e.algo)) return bad("algorithm", f[19]);
   char* end = nullptr;
   e.seconds = std::strtod(f[20].c_str(), &end);
@@ -286,9 +298,10 @@ inline bool parse_algo_cache(std::istream& in, AlgoCacheMap& out, std::string& e
     return false;
   }
   const std::string expected = msg(kAlgoCacheMagic, ' ', kAlgoCacheVersion);
-  const std::string version1 = msg(kAlgoCacheMagic, ' ', 1);
-  const int version = line == version1 ? 1 : kAlgoCacheVersion;
-  if (line != expected && line != version1) {
+  int version = 0;
+  for (int v = 1; v <= kAlgoCacheVersion; ++v)
+    if (line == msg(kAlgoCacheMagic, ' ', v)) version = v;
+  if (version == 0) {
     const std::string prefix = msg(kAlgoCacheMagic, ' ');
     error = line.rfind(prefix, 0) == 0
                 ? msg("unsupported format version '", line.substr(prefix.size()),

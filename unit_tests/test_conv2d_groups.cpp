@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+// Grouped convolutions (Conv2dParams::groups): conv2d_forward with every registered
+// algorithm and Auto, the fused pooling, both backward operations and find_best_algo
+// against the independent double-precision references (reference.hpp, whose filters
+// read their group's channels), on random data with the outputs poisoned first, both
+// layouts, both backends, float and double; groups of 2 and 3, depthwise (groups = C =
+// M) and channel multipliers (M = k C); the refusals of bad groups values.
+#include "test_support.hpp"
+
+#include <set>
+
+namespace kcnn_test {
+namespace {
+
+using kcnn::Activation;
+using kcnn::ConvAlgo;
+using kcnn::Layout;
+
+ConvCase grouped(ConvCase c, int groups, Activation activation = Activation::Identity,
+                 bool bias = false) {
+  c.groups = groups;
+  c.activation = activation;
+  c.bias = bias;
+  c.name += "_g" + std::to_string(groups);
+  return c;
+}
+
+/// Grouped shapes: groups 2 and 3, depthwise, channel multipliers, with the shape
+/// families' strides, paddings, dilations, 1x1, 7x7 and odd extents.
+std::vector<ConvCase> grouped_cases() {
+  // name, N, C, H, W, M, R, S, stride h/w, pad h/w, dilation h/w
+  return {
+      grouped({"c4_m6", 2, 4, 9, 8, 6, 3, 3, 1, 1, 1, 1}, 2, Activation::ReLU, true),
+      grouped({"c6_m9_prime", 3, 6, 13, 11, 9, 3, 3}, 3),
+      grouped({"c6_m6_stride2", 2, 6, 17, 19, 6, 3, 3, 2, 2, 1, 1}, 3, Activation::Tanh, true),
+      grouped({"depthwise_c5", 2, 5, 12, 10, 5, 3, 3, 1, 1, 1, 1}, 5, Activation::Identity, true),
+      grouped({"depthwise_c8_stride2", 1, 8, 15, 14, 8, 3, 3, 2, 2, 1, 1}, 8),
+      grouped({"depthwise_c4_dilation2", 2, 4, 19, 17, 4, 3, 3, 1, 1, 2, 2, 2, 2}, 4,
+              Activation::Sigmoid),
+      grouped({"multiplier3_c4", 2, 4, 11, 9, 12, 3, 3, 1, 1, 1, 1}, 4, Activation::ReLU, true),
+      grouped({"depthwise_c3_k7", 1, 3, 20, 18, 3, 7, 7, 1, 1, 3, 3}, 3),
+      grouped({"depthwise_c6_k5_stride3", 2, 6, 23, 20, 6, 5, 5, 3, 3, 2, 2}, 6),
+      grouped({"c8_m4_k1x1", 2, 8, 7, 5, 4, 1, 1}, 2, Activation::Identity, true),
+      grouped({"c16_m16_winograd", 2, 16, 10, 9, 16, 3, 3, 1, 1, 1, 1}, 2),
+      grouped({"c9_m3_batch1", 1, 9, 6, 7, 3, 3, 3}, 3),
+  };
+}
+
+struct GroupParam {
+  ConvCase c;
+  ConvAlgo algo;
+  Backend backend;
+};
+
+void PrintTo(const GroupParam& p, std::ostream* os) {
+  *os << p.c.name;
+}
+
+std::string param_name(const ::testing::TestParamInfo<GroupParam>& info) {
+  const auto& p = info.param;
+  return p.c.name + "_" + kcnn::to_string(p.c.layout) + "_" + kcnn::to_string(p.algo) + "_" +
+         backend_name(p.backend);
+}
+
+std::vector<GroupParam> forward_params() {
+  std::vector<GroupParam> list;
+  for (const ConvCase& base : grouped_cases())
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+      ConvCase c = base;
+      c.layout = layout;
+      for (ConvAlgo algo : conv2d_test_algorithms())
+        for (Backend b : backends())
+          list.push_back({c, algo, b});
+    }
+  return list;
+}
+
+class Conv2dGroupsForward : public ::testing::TestWithParam<GroupParam> {};
+
+TEST_P(Conv2dGroupsForward, MatchesDoubleReference) {
+  const auto& p = GetParam();
+  with_backend(p.backend, [&](const auto& space) {
+    using Space = std::decay_t<decltype(space)>;
+    auto run = [&](const auto& x, const auto& w, const auto& bias, const auto& y,
+                   const kcnn::Conv2dParams& params) {
+      if (p.c.bias) {
+        kcnn::conv2d_forward(space, x, w, bias, y, params);
+      } else {
+        kcnn::conv2d_forward(space, x, w, y, params);
+      }
+    };
+    check_forward_with<float, Space>(space, p.c, p.algo, run);
+    check_forward_with<double, Space>(space, p.c, p.algo, run);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Groups, Conv2dGroupsForward, ::testing::ValuesIn(forward_params()),
+                         param_name);
+
+// The fused pooling pools each group's channels (Tiled, ImplicitGemm: in the kernel;
+// the others: a second pass over all of them).
+TEST(Conv2dGroupsPool, FusedPoolingMatchesReference) {
+  const FusedCase cases[] = {
+      {grouped({"pool_c6_m9", 2, 6, 12, 11, 9, 3, 3, 1, 1, 1, 1}, 3, Activation::ReLU, true),
+       pool(2, 2, 2, 2, 0, 0, kcnn::PoolMode::Max)},
+      {grouped({"pool_depthwise_c4", 1, 4, 13, 14, 4, 3, 3, 1, 1, 1, 1}, 4),
+       pool(3, 3, 2, 2, 1, 1, kcnn::PoolMode::Average, false)},
+  };
+  for (Backend b : backends())
+    with_backend(b, [&](const auto& space) {
+      using Space = std::decay_t<decltype(space)>;
+      for (FusedCase f : cases)
+        for (Layout layout : {Layout::NCHW, Layout::NHWC})
+          for (ConvAlgo algo : conv2d_test_algorithms()) {
+            f.conv.layout = layout;
+            SCOPED_TRACE(f.conv.name + " " + kcnn::to_string(layout) + " " + kcnn::to_string(algo) +
+                         " " + backend_name(b));
+            auto run = [&](const auto& x, const auto& w, const auto& bias, const auto& y,
+                           const kcnn::Conv2dParams& params) {
+              if (f.conv.bias) {
+                kcnn::conv2d_forward(space, x, w, bias, y, params);
+              } else {
+                kcnn::conv2d_forward(space, x, w, y, params);
+              }
+            };
+            check_fused_with<float, Space>(space, f, algo, run);
+            check_fused_with<double, Space>(space, f, algo, run);
+          }
+    });
+}
+
+/// Backward data and weights (with dbias) of case c against the references.
+template <class T, class Space>
+void check_backward(const Space& space, const ConvCase& c) {
+  SCOPED_TRACE(std::string("scalar ") + (std::is_same_v<T, float> ? "float" : "double"));
+  const auto dyv = random_values(product(c.y_extents()), 44);
+  const auto wv = random_values(product(c.w_extents()), 55);
+  const auto xv = random_values(product(c.x_extents()), 66);
+  const auto dy = make_tensor<T, Space>("dy", c.y_extents(), dyv);
+  const auto w = make_tensor<T, Space>("w", c.w_extents(), wv);
+  const auto x = make_tensor<T, Space>("x", c.x_extents(), xv);
+  ConvCase linear = c;
+  linear.activation = Activation::Identity;
+  const auto xe = c.x_extents(), we = c.w_extents();
+  Tensor4<T, Space> dx("dx", xe[0], xe[1], xe[2], xe[3]);
+  Tensor4<T, Space> dw("dw", we[0], we[1], we[2], we[3]);
+  Tensor1<T, Space> db("db", c.M);
+  poison(dx);
+  poison(dw);
+  poison(db);
+  kcnn::conv2d_backward_data(space, dy, w, dx, linear.params());
+  kcnn::conv2d_backward_weights(space, x, dy, dw, db, linear.params());
+  space.fence();
+  std::vector<double> want_dw, want_db;
+  host_backward_weights(linear, xv, dyv, want_dw, want_db);
+  const double tol = tolerance<T>();
+  EXPECT_LE(relative_error(to_host(dx), host_backward_data(linear, dyv, wv)), tol) << "dx";
+  EXPECT_LE(relative_error(to_host(dw), want_dw), tol) << "dw";
+  EXPECT_LE(relative_error(to_host(db), want_db), tol) << "dbias";
+}
+
+TEST(Conv2dGroupsBackward, DataAndWeightsMatchReference) {
+  for (Backend b : backends())
+    with_backend(b, [&](const auto& space) {
+      using Space = std::decay_t<decltype(space)>;
+      for (ConvCase c : grouped_cases())
+        for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+          c.layout = layout;
+          SCOPED_TRACE(c.name + " " + kcnn::to_string(layout) + " " + backend_name(b));
+          check_backward<float, Space>(space, c);
+          check_backward<double, Space>(space, c);
+        }
+    });
+}
+
+// Every refusal names the values and writes nothing.
+TEST(Conv2dGroupsErrors, BadGroupsAreRefusedBeforeAnythingIsWritten) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  const Space space;
+  struct Bad {
+    const char* name;
+    int C, M, w_channels, groups;
+    const char* says;
+    const char* says_too;  ///< also in the message (the filters' name differs per call)
+  };
+  const Bad bad[] = {
+      {"zero", 4, 4, 4, 0, "params.groups must be >= 1, got 0", ""},
+      {"negative", 4, 4, 4, -2, "params.groups must be >= 1, got -2", ""},
+      {"c_not_divisible", 6, 4, 3, 4, "params.groups=4 does not divide the 6 input channels", ""},
+      {"m_not_divisible", 6, 4, 2, 3, "params.groups=3 does not divide the 4 filters", ""},
+      {"w_has_all_channels", 6, 6, 6, 3, "has 6 channels (extents",
+       "in 3 groups of 2 channels, but "},
+      {"w_channels_wrong", 6, 6, 3, 3, "has 3 channels (extents",
+       "in 3 groups of 2 channels, but "},
+  };
+  for (const Bad& b : bad)
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+      SCOPED_TRACE(std::string(b.name) + " " + kcnn::to_string(layout));
+      ConvCase c{"bad", 2, b.C, 6, 6, b.M, 3, 3, 1, 1, 1, 1};
+      c.layout = layout;
+      const bool nhwc = layout == Layout::NHWC;
+      const auto x =
+          make_tensor<float, Space>("x", c.x_extents(), random_values(product(c.x_extents()), 1));
+      const std::array<int, 4> we =
+          nhwc ? std::array{b.M, 3, 3, b.w_channels} : std::array{b.M, b.w_channels, 3, 3};
+      const auto w = make_tensor<float, Space>("w", we, random_values(product(we), 2));
+      const auto ye = c.y_extents();
+      Tensor4<float, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+      Tensor4<float, Space> dx("dx", c.x_extents()[0], c.x_extents()[1], c.x_extents()[2],
+                               c.x_extents()[3]);
+      Tensor4<float, Space> dw("dw", we[0], we[1], we[2], we[3]);
+      poison(y);
+      poison(dx);
+      poison(dw);
+      kcnn::Conv2dParams params = c.params();
+      params.groups = b.groups;
+      auto expect_message = [&](auto&& call) {
+        try {
+          call();
+          ADD_FAILURE() << "not refused";
+        } catch (const kcnn::Error& e) {
+          EXPECT_NE(std::string(e.what()).find(b.says), std::string::npos) << e.what();
+          EXPECT_NE(std::string(e.what()).find(b.says_too), std::string::npos) << e.what();
+        }
+      };
+      for (ConvAlgo algo : conv2d_test_algorithms()) {
+        params.algo = algo;
+        expect_message([&] { kcnn::conv2d_forward(space, x, w, y, params); });
+      }
+      expect_message([&] { kcnn::conv2d_backward_data(space, y, w, dx, params); });
+      expect_message([&] { kcnn::conv2d_backward_weights(space, x, y, dw, params); });
+      space.fence();
+      EXPECT_TRUE(all_nan(to_host(y)));
+      EXPECT_TRUE(all_nan(to_host(dx)));
+      EXPECT_TRUE(all_nan(to_host(dw)));
+    }
+}
+
+// The grouped problem is its own find_best_algo entry: same extents, other groups.
+TEST(Conv2dGroupsFindBest, GroupsArePartOfTheCacheKey) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  const Space space;
+  kcnn::clear_algo_cache();
+  for (int groups : {1, 2, 4}) {
+    ConvCase c{"find", 2, 4, 8, 8, 4, 3, 3, 1, 1, 1, 1};
+    c.groups = groups;
+    const RandomConvInputs<float, Space> in(c);
+    const auto ye = c.y_extents();
+    Tensor4<float, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+    poison(y);
+    kcnn::FindAlgoOptions options;
+    options.repetitions = 1;
+    kcnn::find_best_algo(space, in.x, in.w, y, c.params(), options);
+    space.fence();
+    EXPECT_LE(relative_error(to_host(y), host_conv2d(c, in.xv, in.wv, {})), tolerance<float>());
+  }
+  EXPECT_EQ(kcnn::algo_cache_size(), 3u);
+  std::set<std::int64_t> groups;
+  for (const auto& [key, entry] : kcnn::Impl::algo_cache().snapshot())
+    groups.insert(key.groups);
+  EXPECT_EQ(groups, (std::set<std::int64_t>{1, 2, 4}));
+  kcnn::clear_algo_cache();
+}
+
+// Groups do not change the unrolled matrix; they are checked against C all the same.
+TEST(Conv2dGroupsIm2col, SameMatrixAndBadGroupsRefused) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  const Space space;
+  ConvCase c{"im2col", 2, 6, 7, 8, 1, 3, 3, 1, 1, 1, 1};
+  const auto x =
+      make_tensor<float, Space>("x", c.x_extents(), random_values(product(c.x_extents()), 3));
+  const auto rows = std::size_t(c.C) * c.R * c.S, cols = std::size_t(c.N) * c.P() * c.Q();
+  Kokkos::View<float**, Kokkos::LayoutRight, Space::memory_space> ungrouped("u", rows, cols),
+      grouped_cols("g", rows, cols);
+  kcnn::im2col(space, x, c.R, c.S, c.params(), ungrouped);
+  kcnn::Conv2dParams params = c.params();
+  params.groups = 3;
+  kcnn::im2col(space, x, c.R, c.S, params, grouped_cols);
+  space.fence();
+  EXPECT_EQ(to_host(ungrouped), to_host(grouped_cols));
+  params.groups = 4;
+  EXPECT_THROW(kcnn::im2col(space, x, c.R, c.S, params, grouped_cols), kcnn::Error);
+}
+
+// Transformed filters belong to ungrouped layers.
+TEST(Conv2dGroupsWinogradFilters, GroupedParamsAreRefused) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  const Space space;
+  ConvCase c{"winograd", 1, 4, 6, 6, 4, 3, 3, 1, 1, 1, 1};
+  const RandomConvInputs<float, Space> in(c);
+  kcnn::Conv2dParams params = c.params();
+  params.groups = 2;
+  EXPECT_THROW(kcnn::WinogradFilters<float>(space, in.w, params), kcnn::Error);
+  kcnn::WinogradFilters<float> filters(space, in.w, c.params());
+  const auto ye = c.y_extents();
+  Tensor4<float, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+  poison(y);
+  expect_refused(space, y, [&] { kcnn::conv2d_forward(space, in.x, filters, y, params); });
+}
+
+}  // namespace
+}  // namespace kcnn_test
