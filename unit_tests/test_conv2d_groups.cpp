@@ -43,6 +43,11 @@ std::vector<ConvCase> grouped_cases() {
       grouped({"c8_m4_k1x1", 2, 8, 7, 5, 4, 1, 1}, 2, Activation::Identity, true),
       grouped({"c16_m16_winograd", 2, 16, 10, 9, 16, 3, 3, 1, 1, 1, 1}, 2),
       grouped({"c9_m3_batch1", 1, 9, 6, 7, 3, 3, 3}, 3),
+      // ConvAlgo::Depthwise's vector accesses: NHWC channels (C a multiple of 4), NCHW
+      // output columns (Q a multiple of 4); run-time taps (1x3).
+      grouped({"depthwise_c12_q16", 2, 12, 9, 16, 12, 3, 3, 1, 1, 1, 1}, 12, Activation::ReLU,
+              true),
+      grouped({"depthwise_k1x3", 1, 6, 8, 9, 6, 1, 3, 1, 1, 0, 1}, 6),
   };
 }
 
@@ -171,6 +176,31 @@ TEST(Conv2dGroupsBackward, DataAndWeightsMatchReference) {
           check_backward<double, Space>(space, c);
         }
     });
+}
+
+// Auto runs ConvAlgo::Depthwise's kernel on depthwise layers, and the group-by-group
+// path on the other grouped ones.
+TEST(Conv2dGroupsAuto, DepthwiseLayersRunTheDepthwiseKernel) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  const Space space;
+  kcnn::clear_algo_cache();
+  for (Layout layout : {Layout::NCHW, Layout::NHWC})
+    for (int groups : {8, 4}) {
+      SCOPED_TRACE(std::string(kcnn::to_string(layout)) + " groups " + std::to_string(groups));
+      ConvCase c{"auto", 2, 8, 10, 12, 16, 3, 3, 1, 1, 1, 1};
+      c.groups = groups, c.layout = layout;
+      const RandomConvInputs<float, Space> in(c);
+      const auto ye = c.y_extents();
+      Tensor4<float, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+      poison(y);
+      const auto algo = kcnn::resolve_conv2d_algo(space, in.x, in.w, y, c.params());
+      EXPECT_EQ(algo == ConvAlgo::Depthwise, groups == 8) << kcnn::to_string(algo);
+      LaunchedKernels launched;
+      kcnn::conv2d_forward(space, in.x, in.w, y, c.params());
+      space.fence();
+      EXPECT_EQ(launched.saw("kcnn::conv2d::depthwise"), groups == 8);
+      EXPECT_LE(relative_error(to_host(y), host_conv2d(c, in.xv, in.wv, {})), tolerance<float>());
+    }
 }
 
 // Every refusal names the values and writes nothing.

@@ -115,8 +115,10 @@ constexpr double tolerance() {
 }
 
 /// Whether `algo` computes case c's geometry: ConvAlgo::Winograd takes 3x3, stride-1,
-/// undilated filters only.
+/// undilated filters only, ConvAlgo::Depthwise one channel per group (groups = C, M a
+/// multiple of C).
 inline bool algo_takes_geometry(kcnn::ConvAlgo algo, const ConvCase& c) {
+  if (algo == kcnn::ConvAlgo::Depthwise) return c.groups == c.C && c.M % c.C == 0;
   if (algo != kcnn::ConvAlgo::Winograd) return true;
   return c.R == 3 && c.S == 3 && c.stride_h == 1 && c.stride_w == 1 && c.dilation_h == 1 &&
          c.dilation_w == 1;

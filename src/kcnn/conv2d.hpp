@@ -143,12 +143,17 @@ constexpr void static_check_conv2d_views() {
 ///
 /// Grouped convolutions (params.groups = G > 1; C and M multiples of G): output channel
 /// m reads only the C/G input channels of its group m / (M/G) (G = C = M: depthwise).
-/// Every algorithm computes them as G ungrouped convolutions of C/G channels and M/G
-/// filters, one after the other on `space`, on strided slices of x, w, bias and y (no
-/// copies; impl/common/groups.hpp); a fused pooling pools each group's channels. An
-/// algorithm takes a grouped problem where it takes one group's (can_implement checks
-/// every group's slices), and Auto's rules judge one group's problem. One launch per
-/// group: layers of many small groups (depthwise) are launch-bound for now.
+/// ConvAlgo::Depthwise computes depthwise layers (G = C, M = k C: output channel m reads
+/// input channel m / k) in one kernel, as the memory-bound stencil they are: any
+/// filter, stride, padding and dilation (3x3, 5x5, 7x7 unrolled at compile time), bias
+/// and activation fused, its pooling a second pass; other problems throw kcnn::Error.
+/// Auto runs it on every depthwise layer. The other algorithms compute a grouped layer
+/// as G ungrouped convolutions of C/G channels and M/G filters, one after the other on
+/// `space`, on strided slices of x, w, bias and y (no copies; impl/common/groups.hpp); a
+/// fused pooling pools each group's channels. Such an algorithm takes a grouped problem
+/// where it takes one group's (can_implement checks every group's slices), and Auto's
+/// rules judge one group's problem. One launch per group: layers of many small groups
+/// are launch-bound there.
 ///
 /// params.math (MathMode) is the precision the call may give up: TF32 and TF32x3 need
 /// float tensors (double tensors with them throw kcnn::Error); the algorithms without

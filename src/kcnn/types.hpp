@@ -27,7 +27,16 @@ enum class Activation { Identity, ReLU, Sigmoid, Tanh };
 /// `Winograd` is Winograd's minimal filtering F(4x4, 3x3) (F(2x2, 3x3) past 4,096
 /// channels) for 3x3 filters at stride 1 without dilation, any padding; other geometries
 /// throw kcnn::Error naming the reason (see conv2d.hpp for its accuracy).
-enum class ConvAlgo { Auto, Reference, Tiled, Im2colGemm, ImplicitGemm, TensorCoreGemm, Winograd };
+enum class ConvAlgo {
+  Auto,
+  Reference,
+  Tiled,
+  Im2colGemm,
+  ImplicitGemm,
+  TensorCoreGemm,
+  Winograd,
+  Depthwise
+};
 
 /// How much floating-point precision a convolution may give up for speed (model: oneDNN's
 /// fpmath_mode, cuDNN's math type, PyTorch's allow_tf32).
@@ -156,6 +165,8 @@ inline const char* to_string(ConvAlgo algo) {
       return "TensorCoreGemm";
     case ConvAlgo::Winograd:
       return "Winograd";
+    case ConvAlgo::Depthwise:
+      return "Depthwise";
   }
   return "unknown-algo";
 }

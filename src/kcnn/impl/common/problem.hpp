@@ -105,6 +105,9 @@ struct Conv2dProblem {
   KOKKOS_INLINE_FUNCTION std::int64_t group_channels() const { return C / groups; }
   /// Filters of a group (M / groups).
   KOKKOS_INLINE_FUNCTION std::int64_t group_filters() const { return M / groups; }
+  /// One input channel per group (groups = C), M a multiple of C (channel multiplier
+  /// M / C): a depthwise layer (ConvAlgo::Depthwise's; with C = 1 an ungrouped one).
+  bool depthwise() const { return groups == C && C > 0 && M % C == 0; }
   KOKKOS_INLINE_FUNCTION std::int64_t weight_size() const { return M * group_channels() * R * S; }
   /// Multiply-adds times two, the usual convolution FLOP count.
   KOKKOS_INLINE_FUNCTION double flops() const {

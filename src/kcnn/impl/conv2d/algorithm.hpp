@@ -20,6 +20,9 @@
 ///       static std::size_t launch(const ExecSpace&, const XView&, const WView&,
 ///                                 const BView&, const YView&, const Conv2dProblem&,
 ///                                 LaunchMode);
+///       /// Optional: true when launch takes a grouped problem (pb.groups > 1) whole;
+///       /// otherwise dispatch.hpp launches it once per group, on the group's slices.
+///       static constexpr bool takes_groups = true;
 ///     };
 ///
 /// The Views are kernel Views (as_kernel_view); `pb` is validated against them and,
@@ -36,6 +39,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "../../types.hpp"
 #include "../common/element_traits.hpp"
@@ -59,5 +63,12 @@ struct AlgorithmList {
     return ((Algos::id == id ? (f(Algos{}), true) : false) || ...);
   }
 };
+
+/// Whether descriptor Algo computes grouped problems itself (Algo::takes_groups).
+template <class Algo, class = void>
+struct algo_takes_groups : std::false_type {};
+template <class Algo>
+struct algo_takes_groups<Algo, std::void_t<decltype(Algo::takes_groups)>>
+    : std::bool_constant<Algo::takes_groups> {};
 
 }  // namespace kcnn::Impl

@@ -69,19 +69,26 @@ std::size_t conv2d_launch(const ExecSpace& space, ConvAlgo algo, const XView& x,
                           LaunchMode mode) {
   // A group's launch checks its own slices before it writes: check them all first, so
   // that a refusal leaves y untouched (a slice's alignment may differ from the first's).
+  // (Descriptors that take grouped problems whole check them whole, in their run.)
   if (mode == LaunchMode::Run && pb.groups > 1)
     conv2d_launch(space, algo, x, w, bias, y, pb, LaunchMode::Check);
   std::size_t workspace = 0;
   const bool registered = Conv2dRegistry::visit(algo, [&](auto descriptor) {
     using Algo = decltype(descriptor);
+    constexpr bool whole = algo_takes_groups<Algo>::value;
     workspace = conv2d_launch_then_pool(
-        space, y, pb, mode, Algo::template fuses_pool<view_scalar_t<XView>>(pb.group_slice()),
+        space, y, pb, mode,
+        Algo::template fuses_pool<view_scalar_t<XView>>(whole ? pb : pb.group_slice()),
         [&](const auto& y_view, const Conv2dProblem& problem) {
-          return for_each_group(problem, x, w, bias, y_view,
-                                [&](const auto& xg, const auto& wg, const auto& bg, const auto& yg,
-                                    const Conv2dProblem& group) {
-                                  return Algo::launch(space, xg, wg, bg, yg, group, mode);
-                                });
+          if constexpr (whole) {
+            return Algo::launch(space, x, w, bias, y_view, problem, mode);
+          } else {
+            return for_each_group(problem, x, w, bias, y_view,
+                                  [&](const auto& xg, const auto& wg, const auto& bg,
+                                      const auto& yg, const Conv2dProblem& group) {
+                                    return Algo::launch(space, xg, wg, bg, yg, group, mode);
+                                  });
+          }
         });
   });
   throw_if(!registered, "kcnn::conv2d_forward", "ConvAlgo::", to_string(algo),

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "algorithm.hpp"
+#include "depthwise/depthwise_algorithm.hpp"
 #include "im2col_gemm/im2col_gemm_algorithm.hpp"
 #include "implicit_gemm/implicit_gemm_algorithm.hpp"
 #include "reference/reference.hpp"
@@ -21,6 +22,7 @@ using Conv2dRegistry = AlgorithmList<ReferenceAlgorithm,       //
                                      Im2colGemmAlgorithm,      //
                                      ImplicitGemmAlgorithm,    //
                                      TensorCoreGemmAlgorithm,  //
-                                     WinogradAlgorithm>;
+                                     WinogradAlgorithm,        //
+                                     DepthwiseAlgorithm>;
 
 }  // namespace kcnn::Impl

@@ -587,15 +587,20 @@ AutoContext auto_context() {
 /// winner for exactly this problem (backend, scalar, View types included) when the
 /// cache has one that this build implements and that can run it, otherwise the
 /// heuristic's choice among the algorithms that can (can_implement). An empty problem
-/// runs nothing: the heuristic alone. A grouped problem runs one convolution per group
-/// (conv2d/dispatch.hpp): the rules see one group's problem.
+/// runs nothing: the heuristic alone. Depthwise layers (more than one group, one channel
+/// each) run ConvAlgo::Depthwise, the memory-bound stencil kernel made for them. Other
+/// grouped problems run one convolution per group (conv2d/dispatch.hpp): the rules see
+/// one group's problem.
 template <class ExecSpace, class XView, class WView, class YView, class XK, class WK, class BK,
           class YK>
 AlgoChoice resolve_auto_algo(const ExecSpace& space, const XK& x, const WK& w, const BK& bias,
                              const YK& y, const Conv2dProblem& pb) {
   const AutoContext ctx = auto_context<ExecSpace, view_scalar_t<YView>>();
   const Conv2dProblem group = pb.group_slice();
-  if (pb.empty()) return select_conv2d_algo(group, ctx);
+  const bool depthwise = pb.groups > 1 && pb.depthwise();
+  if (pb.empty())
+    return depthwise ? AlgoChoice{ConvAlgo::Depthwise, "depthwise"}
+                     : select_conv2d_algo(group, ctx);
   auto can_run = [&](ConvAlgo a) {
     return !conv2d_can_implement(space, a, x, w, bias, y, pb).has_value();
   };
@@ -603,6 +608,7 @@ AlgoChoice resolve_auto_algo(const ExecSpace& space, const XK& x, const WK& w, c
     const auto hit = algo_cache().find(make_algo_cache_key<ExecSpace, XView, WView, YView>(pb));
     if (hit && is_implemented(hit->algo) && can_run(hit->algo)) return {hit->algo, "cache"};
   }
+  if (depthwise && can_run(ConvAlgo::Depthwise)) return {ConvAlgo::Depthwise, "depthwise"};
   return select_conv2d_algo(group, ctx, implemented_conv_algo_set, can_run);
 }
 

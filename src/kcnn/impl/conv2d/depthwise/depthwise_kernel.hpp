@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+/// \file impl/conv2d/depthwise/depthwise_kernel.hpp
+/// \brief ConvAlgo::Depthwise: a grouped convolution with one input channel per group
+///        (groups = C, M = k C: output channel m reads input channel m / k) as the
+///        memory-bound stencil it is. No reduction over channels: every output is R x S
+///        multiply-adds of one input plane, so the kernel's cost is moving x and y.
+///
+/// A work item computes `Cols` outputs along a row (q0 .. q0 + Cols - 1) for `Lanes`
+/// consecutive output channels, in float (the accumulator type), then adds the bias,
+/// applies the activation and stores them. The items are ordered so that neighbouring
+/// threads touch neighbouring addresses: NHWC items walk the channels fastest (Lanes
+/// adjacent channels, one 16-byte access for float with Lanes = 4 and multiplier 1),
+/// NCHW items the column blocks (Cols adjacent outputs, one 16-byte store). A tap's
+/// input values are read by the neighbouring items too, from the L1 cache: DRAM sees x
+/// and y about once.
+///
+/// Filter extents 3, 5 and 7 are unrolled at compile time (Taps); 0 takes R and S at
+/// run time.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+#include "../../../types.hpp"
+#include "../../common/element_traits.hpp"
+#include "../../common/problem.hpp"
+#include "../../common/tensor_access.hpp"
+#include "../../epilogue/bias_activation.hpp"
+
+namespace kcnn::Impl {
+
+/// Taps: 3, 5, 7 (R = S = Taps at compile time) or 0 (R, S at run time). Cols, Lanes:
+/// the work item. Vector: x's and y's Lanes channels (NHWC, multiplier 1) or y's Cols
+/// columns (NCHW) are one aligned vector (checked by the launch).
+template <Layout L, int Taps, int Cols, int Lanes, bool Vector, class XView, class YView>
+struct DepthwiseKernel {
+  using T = view_scalar_t<XView>;
+  using Y = view_scalar_t<YView>;
+  using Acc = accumulator_t<T>;
+  static constexpr bool VectorX = Vector && L == Layout::NHWC;
+  static_assert(!Vector || (L == Layout::NHWC ? Lanes == 4 : Cols == 4),
+                "vectors are four channels (NHWC, multiplier 1) or four columns (NCHW)");
+
+  const T* x;
+  const T* w;
+  const T* bias;  ///< nullptr: none
+  Y* y;
+  LogicalStrides xs, ws, ys;
+  std::int64_t bias_stride;
+  std::int64_t N, H, W, M, P, Q;
+  int R, S, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  std::int64_t multiplier;  ///< M / C
+  Activation activation;
+  std::int64_t col_blocks, lane_blocks;
+
+  std::int64_t items() const { return N * P * col_blocks * lane_blocks; }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i) const {
+    std::int64_t rest = i, n, p, qb, mb;
+    if constexpr (L == Layout::NHWC) {  // channels fastest
+      mb = rest % lane_blocks, rest /= lane_blocks;
+      qb = rest % col_blocks, rest /= col_blocks;
+      p = rest % P, n = rest / P;
+    } else {  // column blocks fastest
+      qb = rest % col_blocks, rest /= col_blocks;
+      p = rest % P, rest /= P;
+      mb = rest % lane_blocks, n = rest / lane_blocks;
+    }
+    const std::int64_t m0 = mb * Lanes, q0 = qb * Cols;
+    const int RR = Taps ? Taps : R, SS = Taps ? Taps : S;
+
+    Acc acc[Lanes][Cols];
+    for (int l = 0; l < Lanes; ++l)
+      for (int o = 0; o < Cols; ++o)
+        acc[l][o] = 0;
+    // x's channel of each lane (past M: the last one, whose weight there is 0).
+    std::int64_t x_channel[Lanes];
+    for (int l = 0; l < Lanes; ++l)
+      x_channel[l] = ((m0 + l < M ? m0 + l : M - 1) / multiplier) * xs.c;
+    const std::int64_t h0 = p * stride_h - pad_h;
+    for (int r = 0; r < RR; ++r) {
+      const std::int64_t h = h0 + std::int64_t(r) * dilation_h;
+      if (h < 0 || h >= H) continue;
+      for (int s = 0; s < SS; ++s) {
+        Acc wv[Lanes];
+        for (int l = 0; l < Lanes; ++l)
+          wv[l] = m0 + l < M ? Acc(w[(m0 + l) * ws.n + r * ws.h + s * ws.w]) : Acc(0);
+        for (int o = 0; o < Cols; ++o) {
+          const std::int64_t col = (q0 + o) * stride_w - pad_w + std::int64_t(s) * dilation_w;
+          if (col < 0 || col >= W || q0 + o >= Q) continue;
+          const T* xp = x + n * xs.n + h * xs.h + col * xs.w;
+          if constexpr (VectorX) {  // the Lanes channels m0 .. m0 + 3 (multiplier 1)
+            const auto v = *reinterpret_cast<const AlignedVec<T, Lanes>*>(xp + m0);
+            for (int l = 0; l < Lanes; ++l)
+              acc[l][o] += wv[l] * Acc(v.v[l]);
+          } else {
+            for (int l = 0; l < Lanes; ++l)
+              acc[l][o] += wv[l] * Acc(xp[x_channel[l]]);
+          }
+        }
+      }
+    }
+    store(n, p, q0, m0, acc);
+  }
+
+  KOKKOS_INLINE_FUNCTION void store(std::int64_t n, std::int64_t p, std::int64_t q0,
+                                    std::int64_t m0, Acc (&acc)[Lanes][Cols]) const {
+    for (int l = 0; l < Lanes; ++l) {
+      const Acc b = bias && m0 + l < M ? Acc(bias[(m0 + l) * bias_stride]) : Acc(0);
+      for (int o = 0; o < Cols; ++o)
+        acc[l][o] = apply_activation(activation, acc[l][o] + b);
+    }
+    Y* const yp = y + n * ys.n + p * ys.h + q0 * ys.w + m0 * ys.c;
+    if constexpr (Vector && L == Layout::NHWC) {
+      if (m0 + Lanes <= M) {
+        for (int o = 0; o < Cols; ++o) {
+          if (q0 + o >= Q) break;
+          AlignedVec<Y, Lanes> v;
+          for (int l = 0; l < Lanes; ++l)
+            v.v[l] = from_compute<Y>(acc[l][o]);
+          *reinterpret_cast<AlignedVec<Y, Lanes>*>(yp + o * ys.w) = v;
+        }
+        return;
+      }
+    }
+    if constexpr (Vector && L == Layout::NCHW) {
+      if (q0 + Cols <= Q) {
+        for (int l = 0; l < Lanes; ++l) {
+          if (m0 + l >= M) break;
+          AlignedVec<Y, Cols> v;
+          for (int o = 0; o < Cols; ++o)
+            v.v[o] = from_compute<Y>(acc[l][o]);
+          *reinterpret_cast<AlignedVec<Y, Cols>*>(yp + l * ys.c) = v;
+        }
+        return;
+      }
+    }
+    for (int l = 0; l < Lanes; ++l)
+      for (int o = 0; o < Cols; ++o)
+        if (m0 + l < M && q0 + o < Q) yp[l * ys.c + o * ys.w] = from_compute<Y>(acc[l][o]);
+  }
+};
+
+}  // namespace kcnn::Impl
