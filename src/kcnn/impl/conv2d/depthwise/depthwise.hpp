@@ -9,8 +9,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "../../../types.hpp"
 #include "../../common/element_traits.hpp"
@@ -65,15 +67,87 @@ void launch(const ExecSpace& space, const XView& x, const WView& w, const BView&
   Kokkos::parallel_for("kcnn::conv2d::depthwise", Policy(space, 0, k.items()), k);
 }
 
-/// launch with the compile-time filter extent: 3, 5 or 7 for square filters of those,
-/// else 0 (R, S at run time).
-template <Layout L, int Cols, int Lanes, bool Vector, class ExecSpace, class... Views>
-void launch_taps(const ExecSpace& space, const Conv2dProblem& pb, const Views&... views) {
+/// DepthwiseStripKernel with Taps x Taps filters at stride Stride, Rows = 7 (the CNN
+/// extents 112, 56, 28, 14, 7 are multiples of it; 7 rows of a 3x3 layer: 27 loads).
+template <Layout L, int Taps, int Stride, int Lanes, class ExecSpace, class XView, class WView,
+          class BView, class YView>
+void launch_strip(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
+                  const YView& y, const Conv2dProblem& pb) {
+  constexpr int Rows = 7;
+  using Kernel = DepthwiseStripKernel<L, Taps, Stride, Rows, Lanes, XView, YView>;
+  Kernel k;
+  k.x = x.data(), k.w = w.data(), k.y = y.data();
+  k.bias = pb.has_bias ? bias.data() : nullptr;
+  k.bias_stride = pb.has_bias ? static_cast<std::int64_t>(bias.stride(0)) : 0;
+  k.xs = logical_strides<L>(x), k.ws = logical_strides<L>(w), k.ys = logical_strides<L>(y);
+  k.N = pb.N, k.H = pb.H, k.W = pb.W, k.M = pb.M, k.P = pb.P, k.Q = pb.Q;
+  k.multiplier = pb.M / pb.C;
+  k.pad_h = pb.pad_h, k.pad_w = pb.pad_w;
+  k.activation = pb.activation;
+  k.row_blocks = (pb.P + Rows - 1) / Rows;
+  k.lane_blocks = (pb.M + Lanes - 1) / Lanes;
+  k.index32 = k.items() <= std::numeric_limits<int>::max();
+  using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
+  Kokkos::parallel_for("kcnn::conv2d::depthwise", Policy(space, 0, k.items()), k);
+}
+
+/// Whether DepthwiseStripKernel computes pb with Lanes channels an item: square 3x3,
+/// 5x5 or 7x7 filters (7x7 not with 4 channels: 196 weights in registers), stride 1 or 2
+/// in both directions, no dilation.
+inline bool strip_takes(const Conv2dProblem& pb, int lanes) {
+  const bool taps = pb.R == pb.S && (pb.R == 3 || pb.R == 5 || (pb.R == 7 && lanes == 1));
+  return taps && pb.dilation_h == 1 && pb.dilation_w == 1 && pb.stride_h == pb.stride_w &&
+         (pb.stride_h == 1 || pb.stride_h == 2);
+}
+
+/// launch_strip with pb's filter extent and stride (strip_takes holds).
+template <Layout L, int Lanes, class ExecSpace, class... Views>
+void launch_strip_for(const ExecSpace& space, const Conv2dProblem& pb, const Views&... views) {
+  auto with_stride = [&](auto taps) {
+    constexpr int Taps = decltype(taps)::value;
+    if (pb.stride_h == 1) return launch_strip<L, Taps, 1, Lanes>(space, views..., pb);
+    launch_strip<L, Taps, 2, Lanes>(space, views..., pb);
+  };
+  if (pb.R == 3) return with_stride(std::integral_constant<int, 3>{});
+  if (pb.R == 5) return with_stride(std::integral_constant<int, 5>{});
+  if constexpr (Lanes == 1) with_stride(std::integral_constant<int, 7>{});
+}
+
+/// The CPU kernels (DepthwiseHostRowKernel, DepthwiseHostPixelKernel).
+template <Layout L, class Kernel, class ExecSpace, class XView, class WView, class BView,
+          class YView>
+void launch_host(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
+                 const YView& y, const Conv2dProblem& pb) {
+  Kernel k;
+  k.x = x.data(), k.w = w.data(), k.y = y.data();
+  k.bias = pb.has_bias ? bias.data() : nullptr;
+  k.bias_stride = pb.has_bias ? static_cast<std::int64_t>(bias.stride(0)) : 0;
+  k.xs = logical_strides<L>(x), k.ws = logical_strides<L>(w), k.ys = logical_strides<L>(y);
+  k.N = pb.N, k.H = pb.H, k.W = pb.W, k.M = pb.M, k.P = pb.P, k.Q = pb.Q;
+  k.multiplier = pb.M / pb.C;
+  k.R = static_cast<int>(pb.R), k.S = static_cast<int>(pb.S);
+  k.stride_h = pb.stride_h, k.stride_w = pb.stride_w, k.pad_h = pb.pad_h, k.pad_w = pb.pad_w;
+  k.dilation_h = pb.dilation_h, k.dilation_w = pb.dilation_w;
+  k.activation = pb.activation;
+  using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
+  Kokkos::parallel_for("kcnn::conv2d::depthwise", Policy(space, 0, k.items()), k);
+}
+
+/// launch_host with the compile-time filter extent (3, 5, 7 or 0).
+template <Layout L, class ExecSpace, class XView, class WView, class BView, class YView>
+void launch_host_taps(const ExecSpace& space, const Conv2dProblem& pb, const XView& x,
+                      const WView& w, const BView& bias, const YView& y) {
+  auto run = [&](auto taps) {
+    constexpr int Taps = decltype(taps)::value;
+    using Kernel = std::conditional_t<L == Layout::NCHW, DepthwiseHostRowKernel<Taps, XView, YView>,
+                                      DepthwiseHostPixelKernel<Taps, XView, YView>>;
+    launch_host<L, Kernel>(space, x, w, bias, y, pb);
+  };
   const bool square = pb.R == pb.S;
-  if (square && pb.R == 3) return launch<L, 3, Cols, Lanes, Vector>(space, views..., pb);
-  if (square && pb.R == 5) return launch<L, 5, Cols, Lanes, Vector>(space, views..., pb);
-  if (square && pb.R == 7) return launch<L, 7, Cols, Lanes, Vector>(space, views..., pb);
-  launch<L, 0, Cols, Lanes, Vector>(space, views..., pb);
+  if (square && pb.R == 3) return run(std::integral_constant<int, 3>{});
+  if (square && pb.R == 5) return run(std::integral_constant<int, 5>{});
+  if (square && pb.R == 7) return run(std::integral_constant<int, 7>{});
+  run(std::integral_constant<int, 0>{});
 }
 
 }  // namespace depthwise_detail
@@ -81,11 +155,14 @@ void launch_taps(const ExecSpace& space, const Conv2dProblem& pb, const Views&..
 /// Runs (LaunchMode::Run) or checks ConvAlgo::Depthwise on kernel Views of validated
 /// problem pb (unpooled: dispatch.hpp pools). No workspace.
 ///
-/// Work items (depthwise_kernel.hpp): GPUs NHWC 4 channels x 2 columns (one 16-byte
-/// access of x and y per column where multiplier 1, C a multiple of 4 and the tensors
-/// aligned), NCHW 1 channel x 4 columns (one 16-byte store where Q is a multiple of 4);
-/// CPUs NHWC 16 channels x 1 column, NCHW 1 channel x 16 columns, the loops over them
-/// left to the compiler's vectorizer.
+/// Work items (depthwise_kernel.hpp): GPUs, square 3x3, 5x5, 7x7 filters at stride 1 or
+/// 2 without dilation, 7 outputs down a column (DepthwiseStripKernel) of 4 NHWC channels
+/// (one 16-byte access where multiplier 1, C a multiple of 4 and the tensors aligned) or
+/// of one channel; other geometries NHWC 4 channels x 2 columns, NCHW 1 channel x 4
+/// columns (one 16-byte store where Q is a multiple of 4), R and S at run time;
+/// CPUs NCHW an output row (DepthwiseHostRowKernel), NHWC 4 pixels x every channel
+/// (DepthwiseHostPixelKernel), their inner loops over contiguous runs for the
+/// compiler's vectorizer.
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 std::size_t conv2d_depthwise(const ExecSpace& space, const XView& x, const WView& w,
                              const BView& bias, const YView& y, const Conv2dProblem& pb,
@@ -98,9 +175,9 @@ std::size_t conv2d_depthwise(const ExecSpace& space, const XView& x, const WView
   constexpr Layout NHWC = Layout::NHWC, NCHW = Layout::NCHW;
   if constexpr (runs_on_host_v<ExecSpace>) {
     if (pb.layout == NHWC) {
-      D::launch_taps<NHWC, 1, 16, false>(space, pb, x, w, bias, y);
+      D::launch_host_taps<NHWC>(space, pb, x, w, bias, y);
     } else {
-      D::launch_taps<NCHW, 16, 1, false>(space, pb, x, w, bias, y);
+      D::launch_host_taps<NCHW>(space, pb, x, w, bias, y);
     }
   } else if (pb.layout == NHWC) {
     const LogicalStrides xs = logical_strides<NHWC>(x), ys = logical_strides<NHWC>(y);
@@ -108,19 +185,25 @@ std::size_t conv2d_depthwise(const ExecSpace& space, const XView& x, const WView
                         D::strides_multiple_of(xs, 4) && D::strides_multiple_of(ys, 4) &&
                         D::aligned_to(x.data(), 4 * sizeof(T)) &&
                         D::aligned_to(y.data(), 4 * sizeof(Y));
-    if (vector) {
-      D::launch_taps<NHWC, 2, 4, true>(space, pb, x, w, bias, y);
+    if (vector && D::strip_takes(pb, 4)) {
+      D::launch_strip_for<NHWC, 4>(space, pb, x, w, bias, y);
+    } else if (D::strip_takes(pb, 1)) {
+      D::launch_strip_for<NHWC, 1>(space, pb, x, w, bias, y);
+    } else if (vector) {  // the other geometries: R, S at run time
+      D::launch<NHWC, 0, 2, 4, true>(space, x, w, bias, y, pb);
     } else {
-      D::launch_taps<NHWC, 2, 4, false>(space, pb, x, w, bias, y);
+      D::launch<NHWC, 0, 2, 4, false>(space, x, w, bias, y, pb);
     }
+  } else if (D::strip_takes(pb, 1)) {
+    D::launch_strip_for<NCHW, 1>(space, pb, x, w, bias, y);
   } else {
     const LogicalStrides ys = logical_strides<NCHW>(y);
     const bool vector = ys.w == 1 && pb.Q % 4 == 0 && D::strides_multiple_of(ys, 4) &&
                         D::aligned_to(y.data(), 4 * sizeof(Y));
     if (vector) {
-      D::launch_taps<NCHW, 4, 1, true>(space, pb, x, w, bias, y);
+      D::launch<NCHW, 0, 4, 1, true>(space, x, w, bias, y, pb);
     } else {
-      D::launch_taps<NCHW, 4, 1, false>(space, pb, x, w, bias, y);
+      D::launch<NCHW, 0, 4, 1, false>(space, x, w, bias, y, pb);
     }
   }
   return 0;

@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "../../../types.hpp"
+#include "../../arch/macros.hpp"
 #include "../../common/element_traits.hpp"
 #include "../../common/problem.hpp"
 #include "../../common/tensor_access.hpp"
@@ -139,6 +140,274 @@ struct DepthwiseKernel {
     for (int l = 0; l < Lanes; ++l)
       for (int o = 0; o < Cols; ++o)
         if (m0 + l < M && q0 + o < Q) yp[l * ys.c + o * ys.w] = from_compute<Y>(acc[l][o]);
+  }
+};
+
+/// GPUs, the common layers (square 3x3, 5x5, 7x7 filters, stride 1 or 2, no dilation): a
+/// work item computes Rows outputs down one column (p0 .. p0 + Rows - 1 at q) for Lanes
+/// channels. It reads the (Rows - 1) Stride + Taps input rows of its window once, each
+/// value feeding every output whose window holds it (7 rows of a 3x3 stride-1 layer: 27
+/// loads instead of 63), with its Taps^2 x Lanes weights in registers. Neighbouring
+/// threads take neighbouring addresses: NHWC the next channels (Lanes = 4, multiplier 1:
+/// one 16-byte load or store; Lanes = 1 otherwise), NCHW the next column (Lanes = 1).
+template <Layout L, int Taps, int Stride, int Rows, int Lanes, class XView, class YView>
+struct DepthwiseStripKernel {
+  using T = view_scalar_t<XView>;
+  using Y = view_scalar_t<YView>;
+  using Acc = accumulator_t<T>;
+  static_assert(Lanes == 1 || (L == Layout::NHWC && Lanes == 4),
+                "vectors are four NHWC channels (multiplier 1)");
+  static constexpr int window_rows = (Rows - 1) * Stride + Taps;
+
+  const T* x;
+  const T* w;
+  const T* bias;  ///< nullptr: none
+  Y* y;
+  LogicalStrides xs, ws, ys;
+  std::int64_t bias_stride;
+  std::int64_t N, H, W, M, P, Q, multiplier;
+  int pad_h, pad_w;
+  Activation activation;
+  std::int64_t row_blocks, lane_blocks;
+
+  bool index32 = false;  ///< items() < 2^31: the item's place in 32-bit divisions
+
+  std::int64_t items() const { return N * row_blocks * Q * lane_blocks; }
+
+  /// The item's (n, row block, column, lane block): NHWC channels fastest, then columns;
+  /// NCHW columns fastest. In Index arithmetic (a 64-bit division costs several times a
+  /// 32-bit one, and the kernel is bound by its instructions: ncu, session 37).
+  template <class Index>
+  KOKKOS_INLINE_FUNCTION void locate(Index rest, std::int64_t& n, std::int64_t& pb, std::int64_t& q,
+                                     std::int64_t& mb) const {
+    const auto lanes = static_cast<Index>(lane_blocks), cols = static_cast<Index>(Q),
+               rows = static_cast<Index>(row_blocks);
+    if constexpr (L == Layout::NHWC) {
+      mb = rest % lanes, rest /= lanes;
+      q = rest % cols, rest /= cols;
+      pb = rest % rows, n = rest / rows;
+    } else {
+      q = rest % cols, rest /= cols;
+      pb = rest % rows, rest /= rows;
+      mb = rest % lanes, n = rest / lanes;
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i) const {
+    std::int64_t n, pb, q, mb;
+    if (index32) {
+      locate(static_cast<unsigned>(i), n, pb, q, mb);
+    } else {
+      locate(i, n, pb, q, mb);
+    }
+    const std::int64_t m0 = mb * Lanes, p0 = pb * Rows;
+    Acc wr[Taps][Taps][Lanes];
+    KCNN_DEVICE_UNROLL
+    for (int r = 0; r < Taps; ++r)
+      KCNN_DEVICE_UNROLL
+    for (int s = 0; s < Taps; ++s)
+      KCNN_DEVICE_UNROLL
+    for (int l = 0; l < Lanes; ++l)
+      wr[r][s][l] = m0 + l < M ? Acc(w[(m0 + l) * ws.n + r * ws.h + s * ws.w]) : Acc(0);
+    // Lanes = 4: x's channels m0 .. m0 + 3 (multiplier 1); else channel m0 / multiplier
+    // (no 64-bit division for the common multiplier 1).
+    const std::int64_t c = Lanes == 4 || multiplier == 1 ? m0 : m0 / multiplier;
+    const T* const xn = x + n * xs.n + c * xs.c;
+    Acc acc[Rows][Lanes];
+    KCNN_DEVICE_UNROLL
+    for (int o = 0; o < Rows; ++o)
+      KCNN_DEVICE_UNROLL
+    for (int l = 0; l < Lanes; ++l)
+      acc[o][l] = 0;
+    const std::int64_t h0 = p0 * Stride - pad_h, w0 = q * Stride - pad_w;
+    KCNN_DEVICE_UNROLL
+    for (int k = 0; k < window_rows; ++k) {
+      const std::int64_t h = h0 + k;
+      const bool row_inside = h >= 0 && h < H;
+      KCNN_DEVICE_UNROLL
+      for (int s = 0; s < Taps; ++s) {
+        const std::int64_t col = w0 + s;
+        Acc v[Lanes];
+        if (row_inside && col >= 0 && col < W) {
+          const T* const xp = xn + h * xs.h + col * xs.w;
+          if constexpr (Lanes == 4) {
+            const auto vec = *reinterpret_cast<const AlignedVec<T, 4>*>(xp);
+            KCNN_DEVICE_UNROLL
+            for (int l = 0; l < 4; ++l)
+              v[l] = Acc(vec.v[l]);
+          } else {
+            v[0] = Acc(*xp);
+          }
+        } else {
+          KCNN_DEVICE_UNROLL
+          for (int l = 0; l < Lanes; ++l)
+            v[l] = 0;
+        }
+        // Output o's tap r reads window row o Stride + r.
+        KCNN_DEVICE_UNROLL
+        for (int o = 0; o < Rows; ++o) {
+          const int r = k - o * Stride;
+          if (r >= 0 && r < Taps) {
+            KCNN_DEVICE_UNROLL
+            for (int l = 0; l < Lanes; ++l)
+              acc[o][l] += wr[r][s][l] * v[l];
+          }
+        }
+      }
+    }
+    KCNN_DEVICE_UNROLL
+    for (int l = 0; l < Lanes; ++l) {
+      const Acc b = bias && m0 + l < M ? Acc(bias[(m0 + l) * bias_stride]) : Acc(0);
+      KCNN_DEVICE_UNROLL
+      for (int o = 0; o < Rows; ++o)
+        acc[o][l] = apply_activation(activation, acc[o][l] + b);
+    }
+    Y* const yq = y + n * ys.n + q * ys.w + m0 * ys.c;
+    KCNN_DEVICE_UNROLL
+    for (int o = 0; o < Rows; ++o) {
+      if (p0 + o >= P) break;
+      Y* const yp = yq + (p0 + o) * ys.h;
+      if constexpr (Lanes == 4) {
+        AlignedVec<Y, 4> vec;
+        KCNN_DEVICE_UNROLL
+        for (int l = 0; l < 4; ++l)
+          vec.v[l] = from_compute<Y>(acc[o][l]);
+        *reinterpret_cast<AlignedVec<Y, 4>*>(yp) = vec;
+      } else {
+        if (m0 < M) *yp = from_compute<Y>(acc[o][0]);
+      }
+    }
+  }
+};
+
+/// CPUs, NCHW: a work item is one output row (n, m, p) in chunks of Chunk columns; per
+/// tap, the columns whose input lies inside x form one range, and at unit stride the
+/// loop over it reads x's row contiguously (vectorized, with the tap's weight hoisted).
+template <int Taps, class XView, class YView>
+struct DepthwiseHostRowKernel {
+  using T = view_scalar_t<XView>;
+  using Y = view_scalar_t<YView>;
+  using Acc = accumulator_t<T>;
+  static constexpr int Chunk = 64;
+
+  const T* x;
+  const T* w;
+  const T* bias;  ///< nullptr: none
+  Y* y;
+  LogicalStrides xs, ws, ys;
+  std::int64_t bias_stride;
+  std::int64_t N, H, W, M, P, Q, multiplier;
+  int R, S, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  Activation activation;
+
+  std::int64_t items() const { return N * M * P; }
+
+  void operator()(const std::int64_t i) const {
+    const std::int64_t p = i % P, m = (i / P) % M, n = i / (P * M);
+    const T* const xc = x + n * xs.n + (m / multiplier) * xs.c;
+    const T* const wm = w + m * ws.n;
+    const Acc b = bias ? Acc(bias[m * bias_stride]) : Acc(0);
+    Y* const yr = y + n * ys.n + m * ys.c + p * ys.h;
+    const int RR = Taps ? Taps : R, SS = Taps ? Taps : S;
+    for (std::int64_t q0 = 0; q0 < Q; q0 += Chunk) {
+      const std::int64_t q1 = q0 + Chunk < Q ? q0 + Chunk : Q;
+      Acc acc[Chunk];
+      for (int j = 0; j < Chunk; ++j)
+        acc[j] = 0;
+      for (int r = 0; r < RR; ++r) {
+        const std::int64_t h = p * stride_h - pad_h + std::int64_t(r) * dilation_h;
+        if (h < 0 || h >= H) continue;
+        const T* const xr = xc + h * xs.h;
+        for (int s = 0; s < SS; ++s) {
+          const Acc wv = Acc(wm[r * ws.h + s * ws.w]);
+          // Columns q with 0 <= q stride_w + offset < W.
+          const std::int64_t offset = std::int64_t(s) * dilation_w - pad_w;
+          std::int64_t lo = offset >= 0 ? 0 : (-offset + stride_w - 1) / stride_w;
+          std::int64_t hi = W - offset <= 0 ? 0 : (W - offset - 1) / stride_w + 1;
+          lo = lo > q0 ? lo : q0;
+          hi = hi < q1 ? hi : q1;
+          if (stride_w == 1 && xs.w == 1) {
+            const T* const xs0 = xr + offset;
+            for (std::int64_t q = lo; q < hi; ++q)
+              acc[q - q0] += wv * Acc(xs0[q]);
+          } else {
+            for (std::int64_t q = lo; q < hi; ++q)
+              acc[q - q0] += wv * Acc(xr[(q * stride_w + offset) * xs.w]);
+          }
+        }
+      }
+      for (std::int64_t q = q0; q < q1; ++q)
+        yr[q * ys.w] = from_compute<Y>(apply_activation(activation, acc[q - q0] + b));
+    }
+  }
+};
+
+/// CPUs, NHWC: a work item is Pixels output pixels of a row for every channel, in
+/// chunks of Chunk channels; per tap and pixel, the loop over the chunk's channels reads
+/// x's channel run contiguously (multiplier 1) with the tap's weights gathered once per
+/// chunk for all the item's pixels.
+template <int Taps, class XView, class YView>
+struct DepthwiseHostPixelKernel {
+  using T = view_scalar_t<XView>;
+  using Y = view_scalar_t<YView>;
+  using Acc = accumulator_t<T>;
+  static constexpr int Chunk = 32, Pixels = 4;
+
+  const T* x;
+  const T* w;
+  const T* bias;  ///< nullptr: none
+  Y* y;
+  LogicalStrides xs, ws, ys;
+  std::int64_t bias_stride;
+  std::int64_t N, H, W, M, P, Q, multiplier;
+  int R, S, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  Activation activation;
+
+  std::int64_t col_blocks() const { return (Q + Pixels - 1) / Pixels; }
+  std::int64_t items() const { return N * P * col_blocks(); }
+
+  void operator()(const std::int64_t i) const {
+    const std::int64_t qb = i % col_blocks(), p = (i / col_blocks()) % P;
+    const std::int64_t n = i / (col_blocks() * P), q0 = qb * Pixels;
+    const int pixels = static_cast<int>(Q - q0 < Pixels ? Q - q0 : Pixels);
+    const int RR = Taps ? Taps : R, SS = Taps ? Taps : S;
+    const bool unit = multiplier == 1 && xs.c == 1;
+    for (std::int64_t m0 = 0; m0 < M; m0 += Chunk) {
+      const int lanes = static_cast<int>(M - m0 < Chunk ? M - m0 : Chunk);
+      Acc acc[Pixels][Chunk];
+      for (int o = 0; o < Pixels; ++o)
+        for (int l = 0; l < Chunk; ++l)
+          acc[o][l] = 0;
+      for (int r = 0; r < RR; ++r) {
+        const std::int64_t h = p * stride_h - pad_h + std::int64_t(r) * dilation_h;
+        if (h < 0 || h >= H) continue;
+        for (int s = 0; s < SS; ++s) {
+          Acc wv[Chunk];
+          for (int l = 0; l < lanes; ++l)
+            wv[l] = Acc(w[(m0 + l) * ws.n + r * ws.h + s * ws.w]);
+          for (int o = 0; o < pixels; ++o) {
+            const std::int64_t col = (q0 + o) * stride_w - pad_w + std::int64_t(s) * dilation_w;
+            if (col < 0 || col >= W) continue;
+            const T* const xp = x + n * xs.n + h * xs.h + col * xs.w;
+            if (unit) {
+              const T* const xm = xp + m0;
+              for (int l = 0; l < lanes; ++l)
+                acc[o][l] += wv[l] * Acc(xm[l]);
+            } else {
+              for (int l = 0; l < lanes; ++l)
+                acc[o][l] += wv[l] * Acc(xp[((m0 + l) / multiplier) * xs.c]);
+            }
+          }
+        }
+      }
+      for (int o = 0; o < pixels; ++o) {
+        Y* const yp = y + n * ys.n + p * ys.h + (q0 + o) * ys.w;
+        for (int l = 0; l < lanes; ++l) {
+          const Acc b = bias ? Acc(bias[(m0 + l) * bias_stride]) : Acc(0);
+          yp[(m0 + l) * ys.c] = from_compute<Y>(apply_activation(activation, acc[o][l] + b));
+        }
+      }
+    }
   }
 };
 
