@@ -127,10 +127,12 @@ class CudnnConv final : public BaselineRun {
     KCNN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d_.x, format, type, sh.N, sh.C, sh.H, sh.W));
     KCNN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d_.y, format, type, sh.N, sh.M, sh.P(), sh.Q()));
     KCNN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d_.bias, CUDNN_TENSOR_NCHW, type, 1, sh.M, 1, 1));
-    KCNN_CUDNN_CHECK(cudnnSetFilter4dDescriptor(d_.w, type, format, sh.M, sh.C, sh.R, sh.S));
+    KCNN_CUDNN_CHECK(
+        cudnnSetFilter4dDescriptor(d_.w, type, format, sh.M, sh.C / sh.groups, sh.R, sh.S));
     KCNN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(d_.conv, sh.pad, sh.pad, sh.stride, sh.stride,
                                                      sh.dilation, sh.dilation,
                                                      CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    KCNN_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d_.conv, sh.groups));
     // FMA_MATH: plain fp32 arithmetic; no tensor-core TF32 (which DEFAULT_MATH allows
     // in cuDNN 9 unless NVIDIA_TF32_OVERRIDE=0).
     KCNN_CUDNN_CHECK(

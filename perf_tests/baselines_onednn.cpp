@@ -43,16 +43,28 @@ memory output_memory(const memory::desc& want, const memory::desc& user, float* 
   return want == user ? memory(user, cpu_engine(), data) : memory(want, cpu_engine());
 }
 
+/// The weights' dims and storage tag: (M, C, R, S) as oihw / ohwi, or grouped (G, M/G,
+/// C/G, R, S) as goihw / gohwi (kcnn's (M, C/G, R, S) / (M, R, S, C/G) read per group).
+memory::dims weights_dims(const Shape& sh) {
+  if (sh.groups == 1) return {sh.M, sh.C, sh.R, sh.S};
+  return {sh.groups, sh.M / sh.groups, sh.C / sh.groups, sh.R, sh.S};
+}
+memory::format_tag weights_tag(const Shape& sh) {
+  using tag = memory::format_tag;
+  if (sh.groups == 1) return sh.nhwc() ? tag::ohwi : tag::oihw;
+  return sh.nhwc() ? tag::gohwi : tag::goihw;
+}
+
 class OnednnConv final : public BaselineRun {
  public:
   OnednnConv(const Shape& sh, bool blocked) : stream_(cpu_engine()), data_(sh, 17) {
     auto& eng = cpu_engine();
     // oneDNN's dims are always logical (N, C, H, W); the tag says how they are stored.
-    const memory::dims xd = {sh.N, sh.C, sh.H, sh.W}, wd = {sh.M, sh.C, sh.R, sh.S}, bd = {sh.M},
+    const memory::dims xd = {sh.N, sh.C, sh.H, sh.W}, wd = weights_dims(sh), bd = {sh.M},
                        yd = {sh.N, sh.M, sh.P(), sh.Q()};
     const auto f32 = memory::data_type::f32;
     const auto act_tag = sh.nhwc() ? memory::format_tag::nhwc : memory::format_tag::nchw;
-    const auto wei_tag = sh.nhwc() ? memory::format_tag::ohwi : memory::format_tag::oihw;
+    const auto wei_tag = weights_tag(sh);
     const memory::desc x_user(xd, f32, act_tag), w_user(wd, f32, wei_tag),
         b_user(bd, f32, memory::format_tag::x), y_user(yd, f32, act_tag);
     const auto any = memory::format_tag::any;
@@ -107,11 +119,11 @@ class OnednnBackwardData final : public BaselineRun {
     Kokkos::Random_XorShift64_Pool<Kokkos::DefaultHostExecutionSpace> pool(19);
     fill_uniform(data_.y, pool);
     Kokkos::DefaultHostExecutionSpace().fence();
-    const memory::dims xd = {sh.N, sh.C, sh.H, sh.W}, wd = {sh.M, sh.C, sh.R, sh.S},
+    const memory::dims xd = {sh.N, sh.C, sh.H, sh.W}, wd = weights_dims(sh),
                        yd = {sh.N, sh.M, sh.P(), sh.Q()};
     const auto f32 = memory::data_type::f32;
     const auto act_tag = sh.nhwc() ? memory::format_tag::nhwc : memory::format_tag::nchw;
-    const auto wei_tag = sh.nhwc() ? memory::format_tag::ohwi : memory::format_tag::oihw;
+    const auto wei_tag = weights_tag(sh);
     const memory::desc dx_user(xd, f32, act_tag), w_user(wd, f32, wei_tag),
         dy_user(yd, f32, act_tag);
     const auto any = memory::format_tag::any;
@@ -163,11 +175,11 @@ class OnednnBackwardWeights final : public BaselineRun {
     Kokkos::Random_XorShift64_Pool<Kokkos::DefaultHostExecutionSpace> pool(23);
     fill_uniform(data_.y, pool);
     Kokkos::DefaultHostExecutionSpace().fence();
-    const memory::dims xd = {sh.N, sh.C, sh.H, sh.W}, wd = {sh.M, sh.C, sh.R, sh.S}, bd = {sh.M},
+    const memory::dims xd = {sh.N, sh.C, sh.H, sh.W}, wd = weights_dims(sh), bd = {sh.M},
                        yd = {sh.N, sh.M, sh.P(), sh.Q()};
     const auto f32 = memory::data_type::f32;
     const auto act_tag = sh.nhwc() ? memory::format_tag::nhwc : memory::format_tag::nchw;
-    const auto wei_tag = sh.nhwc() ? memory::format_tag::ohwi : memory::format_tag::oihw;
+    const auto wei_tag = weights_tag(sh);
     const memory::desc x_user(xd, f32, act_tag), dw_user(wd, f32, wei_tag),
         db_user(bd, f32, memory::format_tag::x), dy_user(yd, f32, act_tag);
     const auto any = memory::format_tag::any;

@@ -24,18 +24,19 @@ struct Shape {
   std::string name;   ///< unique within its suite, e.g. "c1_s2"
   int N, C, H, W, M, R, S, stride = 1, pad = 0, dilation = 1;
   kcnn::Layout layout = kcnn::Layout::NCHW;
+  int groups = 1;  ///< Conv2dParams::groups: w holds C / groups channels
 
   int out(int in, int k) const { return (in + 2 * pad - dilation * (k - 1) - 1) / stride + 1; }
   int P() const { return out(H, R); }
   int Q() const { return out(W, S); }
   bool nhwc() const { return layout == kcnn::Layout::NHWC; }
 
-  double flops() const { return 2.0 * N * M * double(P()) * Q() * double(C) * R * S; }
+  double flops() const { return 2.0 * N * M * double(P()) * Q() * double(C / groups) * R * S; }
   /// Bytes moved if each tensor (x, w, bias, y) of `element_bytes`-byte elements is read
   /// or written exactly once.
   double bytes(std::size_t element_bytes = sizeof(float)) const {
-    return double(element_bytes) *
-           (double(N) * C * H * W + double(M) * C * R * S + M + double(N) * M * P() * Q());
+    return double(element_bytes) * (double(N) * C * H * W + double(M) * (C / groups) * R * S + M +
+                                    double(N) * M * P() * Q());
   }
 
   kcnn::Conv2dParams params() const {
@@ -44,6 +45,7 @@ struct Shape {
     p.pad_h = p.pad_w = pad;
     p.dilation_h = p.dilation_w = dilation;
     p.layout = layout;
+    p.groups = groups;
     p.activation = kcnn::Activation::ReLU;
     return p;
   }
@@ -53,6 +55,7 @@ struct Shape {
     std::ostringstream s;
     s << N << 'x' << C << 'x' << H << 'x' << W << " M=" << M << ' ' << R << 'x' << S << " s"
       << stride << " p" << pad << " d" << dilation << ' ' << kcnn::to_string(layout);
+    if (groups != 1) s << " g" << groups;
     return s.str();
   }
   /// Benchmark name: conv2d/<suite>/<name>/<layout>/<implementation>.
@@ -106,7 +109,8 @@ struct ShapeData {
 
   explicit ShapeData(const Shape& sh, unsigned seed = 7) {
     x = sh.nhwc() ? Tensor("x", sh.N, sh.H, sh.W, sh.C) : Tensor("x", sh.N, sh.C, sh.H, sh.W);
-    w = sh.nhwc() ? Tensor("w", sh.M, sh.R, sh.S, sh.C) : Tensor("w", sh.M, sh.C, sh.R, sh.S);
+    const int Cg = sh.C / sh.groups;
+    w = sh.nhwc() ? Tensor("w", sh.M, sh.R, sh.S, Cg) : Tensor("w", sh.M, Cg, sh.R, sh.S);
     y = sh.nhwc() ? Tensor("y", sh.N, sh.P(), sh.Q(), sh.M)
                   : Tensor("y", sh.N, sh.M, sh.P(), sh.Q());
     bias = decltype(bias)("bias", sh.M);
@@ -148,9 +152,17 @@ inline std::vector<Shape> default_suites(bool device, int lenet_batch) {
       {"odd", "c3_prime", odd_n, 3, 127, 131, 29, 5, 5, 1, 2},
       {"odd", "prime_s2", odd_n, 17, 61, 59, 31, 3, 3, 2, 1},
       {"odd", "dilated", odd_n, 13, 47, 53, 23, 3, 3, 1, 2, 2},
+      // Depthwise 3x3 layers (MobileNet-like; groups = C = M) and a grouped one
+      // (ResNeXt-like, 32 groups): issue 22's layers, groups set below.
+      {"depthwise", "c128_56", n64, 128, 56, 56, 128, 3, 3, 1, 1},
+      {"depthwise", "c256_28", n64, 256, 28, 28, 256, 3, 3, 1, 1},
+      {"depthwise", "c512_14", n64, 512, 14, 14, 512, 3, 3, 1, 1},
+      {"grouped", "c256_28_g32", n64, 256, 28, 28, 256, 3, 3, 1, 1},
   };
   std::vector<Shape> all;
-  for (const Shape& s : nchw) {
+  for (Shape s : nchw) {
+    if (s.suite == "depthwise") s.groups = s.C;
+    if (s.suite == "grouped") s.groups = 32;
     all.push_back(s);
     Shape t = s;
     t.layout = kcnn::Layout::NHWC;
