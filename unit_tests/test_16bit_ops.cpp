@@ -42,6 +42,17 @@ std::vector<ConvCase> cases_in_both_layouts() {
   std::vector<ConvCase> shapes = conv_shape_families();
   // More input channels than one staged chunk holds (Tiled: partial sums across chunks).
   shapes.push_back({"many_channels", 2, 96, 20, 18, 9, 3, 3, 1, 1, 1, 1});
+  // Grouped layers (every algorithm group by group) and depthwise ones (ConvAlgo::
+  // Depthwise's GPU kernels: 16-byte NHWC channel runs, one channel a thread with a
+  // multiplier, stride 2, run-time taps under dilation).
+  auto grouped = [](ConvCase c, int groups) {
+    c.groups = groups;
+    return c;
+  };
+  shapes.push_back(grouped({"grouped_g2", 2, 8, 7, 9, 6, 3, 3, 1, 1, 1, 1}, 2));
+  shapes.push_back(grouped({"depthwise_c12", 2, 12, 9, 16, 12, 3, 3, 1, 1, 1, 1}, 12));
+  shapes.push_back(grouped({"depthwise_k5_s2_x2", 1, 6, 13, 11, 12, 5, 5, 2, 2, 2, 2}, 6));
+  shapes.push_back(grouped({"depthwise_dilated", 1, 4, 12, 12, 4, 3, 3, 1, 1, 2, 2, 2, 2}, 4));
   for (const auto& base : shapes)
     for (auto layout : {kcnn::Layout::NCHW, kcnn::Layout::NHWC}) {
       ConvCase c = base;
@@ -98,7 +109,7 @@ void check_conv(const Space& space, const ConvCase& c, kcnn::ConvAlgo algo) {
   forward();
   space.fence();
   expect_within_16bit_bound<T>(to_host(y), host_conv2d(c, xv, wv, bv), conv_scale(c, xv, wv, bv),
-                               double(c.C) * c.R * c.S);
+                               double(c.C / c.groups) * c.R * c.S);
 }
 
 template <class T>
@@ -110,7 +121,7 @@ void run_conv_cases() {
       for (const auto& c : cases_in_both_layouts())
         for (auto algo : {kcnn::ConvAlgo::Reference, kcnn::ConvAlgo::Auto, kcnn::ConvAlgo::Tiled,
                           kcnn::ConvAlgo::Im2colGemm, kcnn::ConvAlgo::ImplicitGemm,
-                          kcnn::ConvAlgo::TensorCoreGemm})
+                          kcnn::ConvAlgo::TensorCoreGemm, kcnn::ConvAlgo::Depthwise})
           check_conv<T, Space>(space, c, algo);
     });
 }
