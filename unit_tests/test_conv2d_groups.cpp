@@ -48,6 +48,18 @@ std::vector<ConvCase> grouped_cases() {
       grouped({"depthwise_c12_q16", 2, 12, 9, 16, 12, 3, 3, 1, 1, 1, 1}, 12, Activation::ReLU,
               true),
       grouped({"depthwise_k1x3", 1, 6, 8, 9, 6, 1, 3, 1, 1, 0, 1}, 6),
+      // Its CPU register blocks (NHWC: 16 float or 8 double channels x 4 columns, spans
+      // of 8 such blocks, 8 rows an item): several blocks, both edges, more rows than an
+      // item, a partial span and a partial channel block, 7x7 at stride 2, run-time
+      // taps, a multiplier with whole channel blocks.
+      grouped({"depthwise_c32_rows11", 2, 32, 11, 13, 32, 3, 3, 1, 1, 1, 1}, 32, Activation::ReLU,
+              true),
+      grouped({"depthwise_c136_k5", 1, 136, 6, 11, 136, 5, 5, 1, 1, 2, 2}, 136, Activation::Tanh,
+              true),
+      grouped({"depthwise_c16_k7_stride2", 1, 16, 13, 15, 16, 7, 7, 2, 2, 3, 3}, 16),
+      grouped({"multiplier2_c16", 1, 16, 7, 10, 32, 3, 3, 1, 1, 1, 1}, 16, Activation::Identity,
+              true),
+      grouped({"depthwise_c16_k3x5", 2, 16, 6, 12, 16, 3, 5, 1, 1, 1, 2}, 16),
   };
 }
 

@@ -2,7 +2,7 @@
 /// \file impl/conv2d/depthwise/depthwise.hpp
 /// \brief ConvAlgo::Depthwise's planning and launch: which layers it computes (groups =
 ///        C, M = k C), the work item per backend and the vector accesses the tensors
-///        allow (depthwise_kernel.hpp).
+///        allow (GPUs: depthwise_kernel.hpp; CPUs: depthwise_host_kernel.hpp).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -19,6 +19,7 @@
 #include "../../common/problem.hpp"
 #include "../../common/tensor_access.hpp"
 #include "../../common/view_checks.hpp"
+#include "depthwise_host_kernel.hpp"
 #include "depthwise_kernel.hpp"
 
 namespace kcnn::Impl {
@@ -113,11 +114,11 @@ void launch_strip_for(const ExecSpace& space, const Conv2dProblem& pb, const Vie
   if constexpr (Lanes == 1) with_stride(std::integral_constant<int, 7>{});
 }
 
-/// The CPU kernels (DepthwiseHostRowKernel, DepthwiseHostPixelKernel).
-template <Layout L, class Kernel, class ExecSpace, class XView, class WView, class BView,
-          class YView>
+/// The CPU kernels (depthwise_host_kernel.hpp).
+template <class Kernel, class ExecSpace, class XView, class WView, class BView, class YView>
 void launch_host(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
                  const YView& y, const Conv2dProblem& pb) {
+  constexpr Layout L = Kernel::layout;
   Kernel k;
   k.x = x.data(), k.w = w.data(), k.y = y.data();
   k.bias = pb.has_bias ? bias.data() : nullptr;
@@ -129,6 +130,7 @@ void launch_host(const ExecSpace& space, const XView& x, const WView& w, const B
   k.stride_h = pb.stride_h, k.stride_w = pb.stride_w, k.pad_h = pb.pad_h, k.pad_w = pb.pad_w;
   k.dilation_h = pb.dilation_h, k.dilation_w = pb.dilation_w;
   k.activation = pb.activation;
+  interior_columns(pb, k.q_lo, k.q_hi);
   using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
   Kokkos::parallel_for("kcnn::conv2d::depthwise", Policy(space, 0, k.items()), k);
 }
@@ -141,7 +143,7 @@ void launch_host_taps(const ExecSpace& space, const Conv2dProblem& pb, const XVi
     constexpr int Taps = decltype(taps)::value;
     using Kernel = std::conditional_t<L == Layout::NCHW, DepthwiseHostRowKernel<Taps, XView, YView>,
                                       DepthwiseHostPixelKernel<Taps, XView, YView>>;
-    launch_host<L, Kernel>(space, x, w, bias, y, pb);
+    launch_host<Kernel>(space, x, w, bias, y, pb);
   };
   const bool square = pb.R == pb.S;
   if (square && pb.R == 3) return run(std::integral_constant<int, 3>{});
@@ -160,9 +162,9 @@ void launch_host_taps(const ExecSpace& space, const Conv2dProblem& pb, const XVi
 /// (one 16-byte access where multiplier 1, C a multiple of 4 and the tensors aligned) or
 /// of one channel; other geometries NHWC 4 channels x 2 columns, NCHW 1 channel x 4
 /// columns (one 16-byte store where Q is a multiple of 4), R and S at run time;
-/// CPUs NCHW an output row (DepthwiseHostRowKernel), NHWC 4 pixels x every channel
-/// (DepthwiseHostPixelKernel), their inner loops over contiguous runs for the
-/// compiler's vectorizer.
+/// CPUs (depthwise_host_kernel.hpp) NCHW an output row (DepthwiseHostRowKernel), NHWC 8
+/// rows of 128 float channels (DepthwiseHostPixelKernel, 4 columns x 16 channels of
+/// accumulators in registers), the interior columns unchecked.
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 std::size_t conv2d_depthwise(const ExecSpace& space, const XView& x, const WView& w,
                              const BView& bias, const YView& y, const Conv2dProblem& pb,

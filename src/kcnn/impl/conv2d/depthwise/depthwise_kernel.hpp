@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /// \file impl/conv2d/depthwise/depthwise_kernel.hpp
-/// \brief ConvAlgo::Depthwise: a grouped convolution with one input channel per group
-///        (groups = C, M = k C: output channel m reads input channel m / k) as the
+/// \brief ConvAlgo::Depthwise on GPUs: a grouped convolution with one input channel per
+///        group (groups = C, M = k C: output channel m reads input channel m / k) as the
 ///        memory-bound stencil it is. No reduction over channels: every output is R x S
-///        multiply-adds of one input plane, so the kernel's cost is moving x and y.
+///        multiply-adds of one input plane, so the kernel's cost is moving x and y. (The
+///        CPU kernels: depthwise_host_kernel.hpp.)
 ///
 /// A work item computes `Cols` outputs along a row (q0 .. q0 + Cols - 1) for `Lanes`
 /// consecutive output channels, in float (the accumulator type), then adds the bias,
@@ -275,137 +276,6 @@ struct DepthwiseStripKernel {
         *reinterpret_cast<AlignedVec<Y, 4>*>(yp) = vec;
       } else {
         if (m0 < M) *yp = from_compute<Y>(acc[o][0]);
-      }
-    }
-  }
-};
-
-/// CPUs, NCHW: a work item is one output row (n, m, p) in chunks of Chunk columns; per
-/// tap, the columns whose input lies inside x form one range, and at unit stride the
-/// loop over it reads x's row contiguously (vectorized, with the tap's weight hoisted).
-template <int Taps, class XView, class YView>
-struct DepthwiseHostRowKernel {
-  using T = view_scalar_t<XView>;
-  using Y = view_scalar_t<YView>;
-  using Acc = accumulator_t<T>;
-  static constexpr int Chunk = 64;
-
-  const T* x;
-  const T* w;
-  const T* bias;  ///< nullptr: none
-  Y* y;
-  LogicalStrides xs, ws, ys;
-  std::int64_t bias_stride;
-  std::int64_t N, H, W, M, P, Q, multiplier;
-  int R, S, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
-  Activation activation;
-
-  std::int64_t items() const { return N * M * P; }
-
-  void operator()(const std::int64_t i) const {
-    const std::int64_t p = i % P, m = (i / P) % M, n = i / (P * M);
-    const T* const xc = x + n * xs.n + (m / multiplier) * xs.c;
-    const T* const wm = w + m * ws.n;
-    const Acc b = bias ? Acc(bias[m * bias_stride]) : Acc(0);
-    Y* const yr = y + n * ys.n + m * ys.c + p * ys.h;
-    const int RR = Taps ? Taps : R, SS = Taps ? Taps : S;
-    for (std::int64_t q0 = 0; q0 < Q; q0 += Chunk) {
-      const std::int64_t q1 = q0 + Chunk < Q ? q0 + Chunk : Q;
-      Acc acc[Chunk];
-      for (int j = 0; j < Chunk; ++j)
-        acc[j] = 0;
-      for (int r = 0; r < RR; ++r) {
-        const std::int64_t h = p * stride_h - pad_h + std::int64_t(r) * dilation_h;
-        if (h < 0 || h >= H) continue;
-        const T* const xr = xc + h * xs.h;
-        for (int s = 0; s < SS; ++s) {
-          const Acc wv = Acc(wm[r * ws.h + s * ws.w]);
-          // Columns q with 0 <= q stride_w + offset < W.
-          const std::int64_t offset = std::int64_t(s) * dilation_w - pad_w;
-          std::int64_t lo = offset >= 0 ? 0 : (-offset + stride_w - 1) / stride_w;
-          std::int64_t hi = W - offset <= 0 ? 0 : (W - offset - 1) / stride_w + 1;
-          lo = lo > q0 ? lo : q0;
-          hi = hi < q1 ? hi : q1;
-          if (stride_w == 1 && xs.w == 1) {
-            const T* const xs0 = xr + offset;
-            for (std::int64_t q = lo; q < hi; ++q)
-              acc[q - q0] += wv * Acc(xs0[q]);
-          } else {
-            for (std::int64_t q = lo; q < hi; ++q)
-              acc[q - q0] += wv * Acc(xr[(q * stride_w + offset) * xs.w]);
-          }
-        }
-      }
-      for (std::int64_t q = q0; q < q1; ++q)
-        yr[q * ys.w] = from_compute<Y>(apply_activation(activation, acc[q - q0] + b));
-    }
-  }
-};
-
-/// CPUs, NHWC: a work item is Pixels output pixels of a row for every channel, in
-/// chunks of Chunk channels; per tap and pixel, the loop over the chunk's channels reads
-/// x's channel run contiguously (multiplier 1) with the tap's weights gathered once per
-/// chunk for all the item's pixels.
-template <int Taps, class XView, class YView>
-struct DepthwiseHostPixelKernel {
-  using T = view_scalar_t<XView>;
-  using Y = view_scalar_t<YView>;
-  using Acc = accumulator_t<T>;
-  static constexpr int Chunk = 32, Pixels = 4;
-
-  const T* x;
-  const T* w;
-  const T* bias;  ///< nullptr: none
-  Y* y;
-  LogicalStrides xs, ws, ys;
-  std::int64_t bias_stride;
-  std::int64_t N, H, W, M, P, Q, multiplier;
-  int R, S, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
-  Activation activation;
-
-  std::int64_t col_blocks() const { return (Q + Pixels - 1) / Pixels; }
-  std::int64_t items() const { return N * P * col_blocks(); }
-
-  void operator()(const std::int64_t i) const {
-    const std::int64_t qb = i % col_blocks(), p = (i / col_blocks()) % P;
-    const std::int64_t n = i / (col_blocks() * P), q0 = qb * Pixels;
-    const int pixels = static_cast<int>(Q - q0 < Pixels ? Q - q0 : Pixels);
-    const int RR = Taps ? Taps : R, SS = Taps ? Taps : S;
-    const bool unit = multiplier == 1 && xs.c == 1;
-    for (std::int64_t m0 = 0; m0 < M; m0 += Chunk) {
-      const int lanes = static_cast<int>(M - m0 < Chunk ? M - m0 : Chunk);
-      Acc acc[Pixels][Chunk];
-      for (int o = 0; o < Pixels; ++o)
-        for (int l = 0; l < Chunk; ++l)
-          acc[o][l] = 0;
-      for (int r = 0; r < RR; ++r) {
-        const std::int64_t h = p * stride_h - pad_h + std::int64_t(r) * dilation_h;
-        if (h < 0 || h >= H) continue;
-        for (int s = 0; s < SS; ++s) {
-          Acc wv[Chunk];
-          for (int l = 0; l < lanes; ++l)
-            wv[l] = Acc(w[(m0 + l) * ws.n + r * ws.h + s * ws.w]);
-          for (int o = 0; o < pixels; ++o) {
-            const std::int64_t col = (q0 + o) * stride_w - pad_w + std::int64_t(s) * dilation_w;
-            if (col < 0 || col >= W) continue;
-            const T* const xp = x + n * xs.n + h * xs.h + col * xs.w;
-            if (unit) {
-              const T* const xm = xp + m0;
-              for (int l = 0; l < lanes; ++l)
-                acc[o][l] += wv[l] * Acc(xm[l]);
-            } else {
-              for (int l = 0; l < lanes; ++l)
-                acc[o][l] += wv[l] * Acc(xp[((m0 + l) / multiplier) * xs.c]);
-            }
-          }
-        }
-      }
-      for (int o = 0; o < pixels; ++o) {
-        Y* const yp = y + n * ys.n + p * ys.h + (q0 + o) * ys.w;
-        for (int l = 0; l < lanes; ++l) {
-          const Acc b = bias ? Acc(bias[(m0 + l) * bias_stride]) : Acc(0);
-          yp[(m0 + l) * ys.c] = from_compute<Y>(apply_activation(activation, acc[o][l] + b));
-        }
       }
     }
   }
