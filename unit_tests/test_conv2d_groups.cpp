@@ -190,6 +190,31 @@ TEST(Conv2dGroupsBackward, DataAndWeightsMatchReference) {
     });
 }
 
+// A grouped layer on an empty batch: nothing to compute or write, and no memory to take
+// group slices of (x's and y's data pointers are null). (The fuzzer found group slices'
+// offsets applied to a null pointer, UBSan, session 38: the fused pooling's Check pass.)
+TEST(Conv2dGroupsEdges, EmptyBatchWithoutMemoryIsANoOp) {
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  using Unmanaged = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace,
+                                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  for (Layout layout : {Layout::NCHW, Layout::NHWC})
+    for (ConvAlgo algo : {ConvAlgo::Auto, ConvAlgo::Reference, ConvAlgo::Depthwise})
+      for (int groups : {2, 4}) {
+        SCOPED_TRACE(std::string(kcnn::to_string(layout)) + " " + kcnn::to_string(algo) +
+                     " groups " + std::to_string(groups));
+        if (algo == ConvAlgo::Depthwise && groups != 4) continue;
+        ConvCase c{"empty_batch", 0, 4, 6, 5, 8, 3, 3, 1, 1, 1, 1};
+        c.groups = groups, c.layout = layout;
+        const auto xe = c.x_extents(), ye = c.y_extents();
+        const Unmanaged x(nullptr, xe[0], xe[1], xe[2], xe[3]);
+        const Unmanaged y(nullptr, ye[0], ye[1], ye[2], ye[3]);
+        const RandomConvInputs<float, Space> in(c);  // w
+        kcnn::Conv2dParams p = c.params();
+        p.algo = algo;
+        EXPECT_NO_THROW(kcnn::conv2d_forward(Space(), x, in.w, y, p));
+      }
+}
+
 // Auto runs ConvAlgo::Depthwise's kernel on depthwise layers, and the group-by-group
 // path on the other grouped ones.
 TEST(Conv2dGroupsAuto, DepthwiseLayersRunTheDepthwiseKernel) {

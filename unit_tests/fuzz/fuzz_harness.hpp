@@ -362,6 +362,7 @@ inline kcnn_test::ConvCase conv_case(std::uint64_t N, std::uint64_t C, std::uint
                         p.pad_h, p.pad_w, p.dilation_h, p.dilation_w};
   c.layout = p.layout;
   c.activation = p.activation;
+  c.groups = p.groups;
   return c;
 }
 
@@ -378,7 +379,7 @@ inline kcnn::Conv2dParams draw_conv_params(Draw& d) {
   p.dilation_h = d.param(1, 3), p.dilation_w = d.param(1, 3);
   p.layout = d.enumeration<kcnn::Layout>(2);
   p.activation = d.enumeration<kcnn::Activation>(4);
-  p.algo = d.enumeration<kcnn::ConvAlgo>(7);
+  p.algo = d.enumeration<kcnn::ConvAlgo>(8);  // Auto .. Depthwise
   p.math = d.enumeration<kcnn::MathMode>(3);
   if (d.rarely()) p.workspace_limit_bytes = static_cast<std::size_t>(d.small(1, 8192));
   return p;

@@ -15,8 +15,19 @@ int fuzz_conv2d_forward(Draw& d, bool fused) {
   kcnn::Conv2dParams p = draw_conv_params(d);
   if (fused) p.pool = draw_pool_params(d, p.layout);
   const std::uint64_t N = d.extent(3), C = d.extent(4), H = d.extent(10), W = d.extent(10),
-                      M = d.extent(4), R = d.extent(4), S = d.extent(4);
-  const std::uint64_t wC = d.rarely() ? d.extent(4) : C;
+                      drawn_M = d.extent(4), R = d.extent(4), S = d.extent(4);
+  // Groups: half the calls ungrouped; else a small count (0 and non-divisors are
+  // invalid) or a depthwise layer (groups = C, M = C or 2 C).
+  const int group_choice = d.small(0, 3);
+  p.groups = group_choice < 2    ? 1
+             : group_choice == 2 ? d.small(0, 4)
+                                 : static_cast<int>(std::min<std::uint64_t>(C, 1 << 20));
+  const std::uint64_t M = group_choice == 3 && C <= 4 && !d.rarely() ? C * d.small(1, 2) : drawn_M;
+  const bool groups_divide = p.groups >= 1 && C % p.groups == 0 && M % p.groups == 0;
+  const std::uint64_t group_C = groups_divide ? C / p.groups : C;  // w's channel extent
+  const std::uint64_t wC = d.rarely() ? d.extent(4) : group_C;
+  const bool depthwise_layer =
+      p.groups >= 1 && std::uint64_t(p.groups) == C && C >= 1 && M % C == 0;
 
   Verdict v;
   require_window_params(v, p);
@@ -26,10 +37,12 @@ int fuzz_conv2d_forward(Draw& d, bool fused) {
   v.require(p.math == kcnn::MathMode::Strict || std::is_same_v<T, float>,
             "a TF32 math mode with non-float tensors");
   const int algo = static_cast<int>(p.algo);
-  v.require(algo >= 0 && algo <= 6, "unknown algorithm");
+  v.require(algo >= 0 && algo <= 7, "unknown algorithm");
   if (fused) require_pool_params(v, *p.pool), v.require(p.pool->layout == p.layout, "pool layout");
   v.require(C >= 1, "C < 1");
-  v.require(wC == C, "channel mismatch");
+  v.require(p.groups >= 1, "groups < 1");
+  v.require(groups_divide || p.groups < 1, "groups does not divide C and M");
+  v.require(wC == group_C, "channel mismatch");
   v.require(R >= 1 && S >= 1, "empty filter");
   __int128 P = -1, Q = -1, Pp = -1, Qp = -1;
   if (v.valid) {
@@ -77,7 +90,8 @@ int fuzz_conv2d_forward(Draw& d, bool fused) {
                            __int128(W) + 2 * __int128(p.pad_w) < (1 << 29);
   const bool must_serve = p.algo == kcnn::ConvAlgo::Auto || p.algo == kcnn::ConvAlgo::Reference ||
                           (p.algo == kcnn::ConvAlgo::ImplicitGemm && gather_fits) ||
-                          (p.algo == kcnn::ConvAlgo::Im2colGemm && p.workspace_limit_bytes == 0);
+                          (p.algo == kcnn::ConvAlgo::Im2colGemm && p.workspace_limit_bytes == 0) ||
+                          (p.algo == kcnn::ConvAlgo::Depthwise && depthwise_layer);
   judge(
       op, v, must_serve, Snapshot(x, w, bias), Snapshot(y),
       [&] { kcnn::conv2d_forward(Space(), x.view, w.view, bias_view, y.view, p); },
@@ -86,7 +100,7 @@ int fuzz_conv2d_forward(Draw& d, bool fused) {
         if (!reference_fits({N, C, H, W, M, R, S})) return;
         auto c = conv_case(N, C, H, W, M, R, S, p);
         c.bias = B != 0;
-        const double u = unit_roundoff<T>(), K = double(C) * R * S;
+        const double u = unit_roundoff<T>(), K = double(group_C) * R * S;
         const auto conv = kcnn_test::host_conv2d(c, x.values, w.values, bias.values);
         auto unbiased = c;
         unbiased.activation = kcnn::Activation::Identity, unbiased.bias = false;
@@ -98,8 +112,9 @@ int fuzz_conv2d_forward(Draw& d, bool fused) {
                                        p.dilation_h == 1 && p.dilation_w == 1;
         const bool maybe_winograd = winograd_geometry && (p.algo == kcnn::ConvAlgo::Winograd ||
                                                           p.algo == kcnn::ConvAlgo::Auto);
-        // Winograd's magnitude per filter: sum_c max|x_c| * sum_rs |w_mc| (values in the
-        // layout's order: x (N, C, H, W) or (N, H, W, C), w (M, C, R, S) or (M, R, S, C)).
+        // Winograd's magnitude per filter: sum_c max|x_c| * sum_rs |w_mc| over its group's
+        // channels c (values in the layout's order: x (N, C, H, W) or (N, H, W, C), w
+        // (M, C/groups, R, S) or (M, R, S, C/groups)).
         std::vector<double> winograd_mag(maybe_winograd ? M : 0, 0.0);
         if (maybe_winograd) {
           std::vector<double> x_max(C, 0.0);
@@ -108,9 +123,9 @@ int fuzz_conv2d_forward(Draw& d, bool fused) {
             x_max[ch] = std::max(x_max[ch], std::abs(x.values[i]));
           }
           for (std::size_t i = 0; i < w.values.size(); ++i) {
-            const std::size_t m = i / (C * R * S);
-            const std::size_t ch = c.nhwc() ? i % C : (i / (R * S)) % C;
-            winograd_mag[m] += x_max[ch] * std::abs(w.values[i]);
+            const std::size_t m = i / (group_C * R * S);
+            const std::size_t ch = c.nhwc() ? i % group_C : (i / (R * S)) % group_C;
+            winograd_mag[m] += x_max[c.first_channel(int(m)) + ch] * std::abs(w.values[i]);
           }
         }
         for (std::size_t i = 0; i < bound.size(); ++i) {

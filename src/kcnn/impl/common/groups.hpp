@@ -41,6 +41,10 @@ View slice_dimension(const View& v, int dim, std::int64_t begin, std::int64_t co
   }
   // A slice of an empty View (a missing bias) stays empty.
   if (v.extent(dim) == 0) return v;
+  // A View without memory (the Check pass's stand-in for the fused pooling's unpooled
+  // output, dispatch.hpp) or without elements: its slices get no offset either (the
+  // fuzzer's finding: UBSan on an offset applied to a null pointer).
+  if (v.data() == nullptr || v.size() == 0) return View(v.data(), layout);
   return View(v.data() + begin * static_cast<std::int64_t>(v.stride(dim)), layout);
 }
 
