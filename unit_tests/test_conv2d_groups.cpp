@@ -60,6 +60,16 @@ std::vector<ConvCase> grouped_cases() {
       grouped({"multiplier2_c16", 1, 16, 7, 10, 32, 3, 3, 1, 1, 1, 1}, 16, Activation::Identity,
               true),
       grouped({"depthwise_c16_k3x5", 2, 16, 6, 12, 16, 3, 5, 1, 1, 1, 2}, 16),
+      // The depthwise backward kernels: padding beyond (R - 1) dilation and a multiplier
+      // at stride 2 (the gather kernel), several chunks of partial sums and two GPU
+      // channel blocks of 32 (the second partial), run-time taps beyond one pass of 16
+      // (5x4 = 20).
+      grouped({"depthwise_c7_pad3", 2, 7, 9, 8, 7, 3, 3, 1, 1, 3, 3}, 7),
+      grouped({"multiplier2_c6_stride2", 2, 6, 11, 13, 12, 3, 3, 2, 2, 1, 1}, 6,
+              Activation::Identity, true),
+      grouped({"depthwise_c40_n3", 3, 40, 30, 29, 40, 3, 3, 1, 1, 1, 1}, 40, Activation::Identity,
+              true),
+      grouped({"depthwise_c5_k5x4", 2, 5, 12, 11, 5, 5, 4, 1, 1, 2, 1}, 5),
   };
 }
 
@@ -187,6 +197,143 @@ TEST(Conv2dGroupsBackward, DataAndWeightsMatchReference) {
           check_backward<float, Space>(space, c);
           check_backward<double, Space>(space, c);
         }
+    });
+}
+
+// The depthwise backward kernels with no workspace (the weight gradient's teams then
+// write dw themselves, one chunk) give the same gradients within the tolerance.
+TEST(Conv2dGroupsBackward, DepthwiseWithoutWorkspace) {
+  for (Backend b : backends())
+    with_backend(b, [&](const auto& space) {
+      using Space = std::decay_t<decltype(space)>;
+      for (ConvCase c : {grouped({"depthwise_c40_n3", 3, 40, 30, 29, 40, 3, 3, 1, 1, 1, 1}, 40,
+                                 Activation::Identity, true),
+                         grouped({"depthwise_c5_k5x4", 2, 5, 12, 11, 5, 5, 4, 1, 1, 2, 1}, 5)})
+        for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+          c.layout = layout;
+          c.workspace_limit_bytes = 1;
+          SCOPED_TRACE(c.name + " " + kcnn::to_string(layout) + " " + backend_name(b));
+          check_backward<float, Space>(space, c);
+          check_backward<double, Space>(space, c);
+        }
+    });
+}
+
+// The backward operations of depthwise layers run the depthwise kernels (at unit stride,
+// multiplier 1, the forward one on the rotated filters; else the gather kernel); other
+// grouped layers, and ungrouped ones with C = 1, none of them.
+TEST(Conv2dGroupsBackward, DepthwiseLayersRunTheDepthwiseKernels) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  const Space space;
+  struct Expect {
+    ConvCase c;
+    const char* data_kernel;  ///< nullptr: no depthwise kernel
+    bool weights_kernel;
+  };
+  const std::vector<Expect> cases = {
+      {grouped({"depthwise", 2, 8, 9, 10, 8, 3, 3, 1, 1, 1, 1}, 8), "kcnn::conv2d::depthwise",
+       true},
+      {grouped({"depthwise_stride2", 2, 8, 9, 10, 8, 3, 3, 2, 2, 1, 1}, 8),
+       "kcnn::conv2d_backward_data::depthwise", true},
+      {grouped({"multiplier2", 2, 4, 9, 10, 8, 3, 3, 1, 1, 1, 1}, 4),
+       "kcnn::conv2d_backward_data::depthwise", true},
+      {grouped({"grouped", 2, 8, 9, 10, 8, 3, 3, 1, 1, 1, 1}, 4), nullptr, false},
+      {grouped({"ungrouped_c1", 2, 1, 9, 10, 8, 3, 3, 1, 1, 1, 1}, 1), nullptr, false},
+  };
+  for (const Expect& e : cases)
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+      ConvCase c = e.c;
+      c.layout = layout;
+      SCOPED_TRACE(c.name + " " + kcnn::to_string(layout));
+      const RandomConvInputs<float, Space> in(c);
+      const auto xe = c.x_extents(), ye = c.y_extents(), we = c.w_extents();
+      Tensor4<float, Space> dy("dy", ye[0], ye[1], ye[2], ye[3]);
+      Tensor4<float, Space> dx("dx", xe[0], xe[1], xe[2], xe[3]);
+      Tensor4<float, Space> dw("dw", we[0], we[1], we[2], we[3]);
+      {
+        LaunchedKernels launched;
+        kcnn::conv2d_backward_data(space, dy, in.w, dx, c.params());
+        space.fence();
+        EXPECT_EQ(launched.saw("kcnn::conv2d::depthwise") ||
+                      launched.saw("kcnn::conv2d_backward_data::depthwise"),
+                  e.data_kernel != nullptr);
+        if (e.data_kernel) {
+          EXPECT_TRUE(launched.saw(e.data_kernel)) << e.data_kernel;
+        }
+      }
+      {
+        LaunchedKernels launched;
+        kcnn::conv2d_backward_weights(space, in.x, dy, dw, c.params());
+        space.fence();
+        EXPECT_EQ(launched.saw("kcnn::conv2d_backward_weights::depthwise"), e.weights_kernel);
+      }
+    }
+}
+
+std::vector<double> magnitudes(std::vector<double> v) {
+  for (double& e : v)
+    e = std::abs(e);
+  return v;
+}
+
+/// 16-bit tensors: the depthwise backward kernels against the double gradients of the
+/// rounded values, within expect_within_16bit_bound (float sums rounded once: k R S
+/// products per dx element, N P Q per dw element and per dbias).
+template <class T, class Space>
+void check_depthwise_backward_16bit(const Space& space, const ConvCase& c) {
+  SCOPED_TRACE(type_name<T>());
+  const auto x =
+      make_tensor<T, Space>("x", c.x_extents(), random_values(product(c.x_extents()), 21));
+  const auto w =
+      make_tensor<T, Space>("w", c.w_extents(), random_values(product(c.w_extents()), 22));
+  const auto dy =
+      make_tensor<T, Space>("dy", c.y_extents(), random_values(product(c.y_extents()), 23));
+  const auto xv = to_host(x), wv = to_host(w), dyv = to_host(dy);  // the rounded values
+  const auto xe = c.x_extents(), we = c.w_extents();
+  Tensor4<T, Space> dx("dx", xe[0], xe[1], xe[2], xe[3]);
+  Tensor4<T, Space> dw("dw", we[0], we[1], we[2], we[3]);
+  Tensor1<T, Space> db("db", c.M);
+  poison(dx);
+  poison(dw);
+  poison(db);
+  kcnn::conv2d_backward_data(space, dy, w, dx, c.params());
+  kcnn::conv2d_backward_weights(space, x, dy, dw, db, c.params());
+  space.fence();
+  std::vector<double> want_dw, want_db, scale_dw, scale_db;
+  host_backward_weights(c, xv, dyv, want_dw, want_db);
+  host_backward_weights(c, magnitudes(xv), magnitudes(dyv), scale_dw, scale_db);
+  const double pixels = double(c.N) * c.P() * c.Q();
+  {
+    SCOPED_TRACE("dx");
+    expect_within_16bit_bound<T>(to_host(dx), host_backward_data(c, dyv, wv),
+                                 host_backward_data(c, magnitudes(dyv), magnitudes(wv)),
+                                 double(c.M / c.C) * c.R * c.S);
+  }
+  {
+    SCOPED_TRACE("dw");
+    expect_within_16bit_bound<T>(to_host(dw), want_dw, scale_dw, pixels);
+  }
+  {
+    SCOPED_TRACE("dbias");
+    expect_within_16bit_bound<T>(to_host(db), want_db, scale_db, pixels);
+  }
+}
+
+TEST(Conv2dGroupsBackward, SixteenBitDepthwiseWithinTheRoundingBound) {
+  for (Backend b : backends())
+    with_backend(b, [&](const auto& space) {
+      using Space = std::decay_t<decltype(space)>;
+      for (ConvCase c : grouped_cases()) {
+        if (c.groups != c.C) continue;  // depthwise layers
+        c.bias = true;
+        c.activation = Activation::Identity;  // the gradients of the linear convolution
+        for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+          c.layout = layout;
+          SCOPED_TRACE(c.name + " " + kcnn::to_string(layout) + " " + backend_name(b));
+          check_depthwise_backward_16bit<kcnn::bfloat16, Space>(space, c);
+          check_depthwise_backward_16bit<Kokkos::Experimental::half_t, Space>(space, c);
+        }
+      }
     });
 }
 

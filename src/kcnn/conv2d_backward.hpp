@@ -9,7 +9,9 @@
 /// pre-activation with kcnn::activation_backward, and a fused pooling is undone with
 /// kcnn::pool2d_backward. The shapes, parameters and their rules are conv2d_forward's,
 /// groups included: a grouped layer's gradients are computed group by group, on the
-/// groups' slices of the tensors (each dx channel, filter and bias belongs to one group).
+/// groups' slices of the tensors (each dx channel, filter and bias belongs to one group),
+/// except a depthwise layer's (groups = C > 1, M a multiple of C), which kernels of its
+/// own compute in one pass over the tensors (impl/backward/depthwise/).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -21,10 +23,12 @@
 #include "impl/backward/conv2d_backward_data_winograd.hpp"
 #include "impl/backward/conv2d_backward_gemm.hpp"
 #include "impl/backward/conv2d_backward_weights_direct.hpp"
+#include "impl/backward/depthwise/depthwise_backward.hpp"
 #include "impl/common/groups.hpp"
 #include "impl/common/problem.hpp"
 #include "impl/common/profiling.hpp"
 #include "impl/common/view_checks.hpp"
+#include "impl/conv2d/prebuilt_instances.hpp"  // the depthwise kernels' prebuilt instances
 #include "types.hpp"
 #include "workspace.hpp"
 
@@ -41,8 +45,11 @@ namespace kcnn {
 /// enough channels); else on CPUs, float and double, Tiled's register-blocked kernel
 /// (impl/backward/conv2d_backward_data_direct.hpp); otherwise per chunk of images
 /// a GEMM of the weights with dy into unrolled columns, folded back into dx by col2im
-/// (impl/backward/conv2d_backward_gemm.hpp). Deterministic. Asynchronous on `space`, like
-/// any Kokkos kernel.
+/// (impl/backward/conv2d_backward_gemm.hpp). Depthwise layers (groups = C > 1, M = k C):
+/// one pass over dy, ConvAlgo::Depthwise's forward kernels on the rotated filters at
+/// unit stride with multiplier 1, else a gather kernel
+/// (impl/backward/depthwise/depthwise_backward_data.hpp). Deterministic. Asynchronous on
+/// `space`, like any Kokkos kernel.
 ///
 /// \param space  [in]  execution space instance (stream) to run on
 /// \param dy     [in]  output gradient, rank 4: NCHW (N, M, P, Q) or NHWC (N, P, Q, M)
@@ -92,6 +99,16 @@ void conv2d_backward_data(const ExecSpace& space, const DYView& dy, const WView&
   }
   const auto dyk = Impl::as_kernel_view<ExecSpace, false>(dy);
   const auto wk = Impl::as_kernel_view<ExecSpace, false>(w);
+  if (Impl::depthwise_backward_takes(pb)) {  // one pass over dy, every channel at once
+    const Layout L = pb.layout;
+    Impl::conv2d_backward_data_depthwise_run(
+        space,
+        Impl::DepthwiseBackwardDataOperands<T>{dyk.data(), Impl::logical_strides(dyk, L), wk.data(),
+                                               Impl::logical_strides(wk, L), dxk.data(),
+                                               Impl::logical_strides(dxk, L)},
+        pb);
+    return;
+  }
   // Group g's dx channels depend on its dy channels and filters only: one backward
   // convolution per group, on the slices (impl/common/groups.hpp).
   Impl::for_each_group(
@@ -118,7 +135,10 @@ void conv2d_backward_data(const ExecSpace& space, const DYView& dy, const WView&
 /// of output rows where dy is large against dw) fits the limit: a register-blocked kernel
 /// reading x in place (impl/backward/conv2d_backward_weights_direct.hpp); otherwise per
 /// chunk of images im2col of x, then GEMMs that accumulate dw
-/// (impl/backward/conv2d_backward_gemm.hpp). dbias by a per-channel reduction.
+/// (impl/backward/conv2d_backward_gemm.hpp). dbias by a per-channel reduction. Depthwise
+/// layers (groups = C > 1, M = k C): one pass over x and dy, dw and dbias summed by
+/// chunks of output rows whose partial sums wait in the workspace (none where it does
+/// not fit: then one chunk; impl/backward/depthwise/depthwise_backward_weights.hpp).
 /// Deterministic for a given backend and workspace limit (the blocking, a function of the
 /// problem, orders the sums; the direct kernel's result does not depend on the thread
 /// count either). Asynchronous on `space`.
@@ -170,6 +190,19 @@ void conv2d_backward_weights(const ExecSpace& space, const XView& x, const DYVie
   const auto dwk = Impl::as_kernel_view<ExecSpace, true>(dw);
   const Impl::kernel_view_t<ExecSpace, T*> dbk(
       dbias.data(), Kokkos::LayoutStride(dbias.extent(0), dbias.stride(0)));
+  // One pass over x and dy, every channel at once (batches without output pixels take
+  // the group path below, which writes the zero gradients).
+  if (Impl::depthwise_backward_takes(pb) && pb.N > 0 && pb.P > 0 && pb.Q > 0) {
+    const Layout L = pb.layout;
+    Impl::conv2d_backward_weights_depthwise_run(
+        space,
+        Impl::DepthwiseBackwardWeightsOperands<T>{
+            xk.data(), Impl::logical_strides(xk, L), dyk.data(), Impl::logical_strides(dyk, L),
+            dwk.data(), Impl::logical_strides(dwk, L), pb.has_bias ? dbk.data() : nullptr,
+            static_cast<std::int64_t>(dbk.stride(0))},
+        pb);
+    return;
+  }
   // Group g's filters and biases depend on its x and dy channels only: one backward
   // convolution per group, on the slices (impl/common/groups.hpp).
   Impl::for_each_group(

@@ -8,6 +8,36 @@
 
 namespace kcnn_fuzz {
 
+/// A drawn groups count (Conv2dParams::groups) and what it makes of the layer.
+struct DrawnGroups {
+  std::uint64_t M;        ///< the filters (C or 2 C for some depthwise draws)
+  std::uint64_t group_C;  ///< w's valid channel extent (C / groups where groups divide)
+  std::uint64_t wC;       ///< w's channel extent as drawn (rarely not group_C)
+  bool divide;            ///< groups >= 1 divides C and M
+  bool depthwise;         ///< groups = C, M a multiple of C
+};
+
+/// Draws p.groups for a layer of C channels and drawn_M filters: half the calls
+/// ungrouped; else a small count (0 and non-divisors are invalid) or a depthwise layer
+/// (groups = C, M = C or 2 C); requires what kcnn documents of it.
+inline DrawnGroups draw_groups(Draw& d, Verdict& v, kcnn::Conv2dParams& p, std::uint64_t C,
+                               std::uint64_t drawn_M) {
+  DrawnGroups g;
+  const int group_choice = d.small(0, 3);
+  p.groups = group_choice < 2    ? 1
+             : group_choice == 2 ? d.small(0, 4)
+                                 : static_cast<int>(std::min<std::uint64_t>(C, 1 << 20));
+  g.M = group_choice == 3 && C <= 4 && !d.rarely() ? C * d.small(1, 2) : drawn_M;
+  g.divide = p.groups >= 1 && C % p.groups == 0 && g.M % p.groups == 0;
+  g.group_C = g.divide ? C / p.groups : C;
+  g.wC = d.rarely() ? d.extent(4) : g.group_C;
+  g.depthwise = p.groups >= 1 && std::uint64_t(p.groups) == C && C >= 1 && g.M % C == 0;
+  v.require(p.groups >= 1, "groups < 1");
+  v.require(g.divide || p.groups < 1, "groups does not divide C and M");
+  v.require(g.wC == g.group_C, "channel mismatch");
+  return g;
+}
+
 /// conv2d_forward, with params.pool when `fused`.
 template <class T>
 int fuzz_conv2d_forward(Draw& d, bool fused) {
@@ -16,20 +46,10 @@ int fuzz_conv2d_forward(Draw& d, bool fused) {
   if (fused) p.pool = draw_pool_params(d, p.layout);
   const std::uint64_t N = d.extent(3), C = d.extent(4), H = d.extent(10), W = d.extent(10),
                       drawn_M = d.extent(4), R = d.extent(4), S = d.extent(4);
-  // Groups: half the calls ungrouped; else a small count (0 and non-divisors are
-  // invalid) or a depthwise layer (groups = C, M = C or 2 C).
-  const int group_choice = d.small(0, 3);
-  p.groups = group_choice < 2    ? 1
-             : group_choice == 2 ? d.small(0, 4)
-                                 : static_cast<int>(std::min<std::uint64_t>(C, 1 << 20));
-  const std::uint64_t M = group_choice == 3 && C <= 4 && !d.rarely() ? C * d.small(1, 2) : drawn_M;
-  const bool groups_divide = p.groups >= 1 && C % p.groups == 0 && M % p.groups == 0;
-  const std::uint64_t group_C = groups_divide ? C / p.groups : C;  // w's channel extent
-  const std::uint64_t wC = d.rarely() ? d.extent(4) : group_C;
-  const bool depthwise_layer =
-      p.groups >= 1 && std::uint64_t(p.groups) == C && C >= 1 && M % C == 0;
-
   Verdict v;
+  const DrawnGroups g = draw_groups(d, v, p, C, drawn_M);
+  const std::uint64_t M = g.M, group_C = g.group_C, wC = g.wC;
+  const bool depthwise_layer = g.depthwise;
   require_window_params(v, p);
   const bool known_math = p.math == kcnn::MathMode::Strict || p.math == kcnn::MathMode::TF32 ||
                           p.math == kcnn::MathMode::TF32x3;
@@ -40,9 +60,6 @@ int fuzz_conv2d_forward(Draw& d, bool fused) {
   v.require(algo >= 0 && algo <= 7, "unknown algorithm");
   if (fused) require_pool_params(v, *p.pool), v.require(p.pool->layout == p.layout, "pool layout");
   v.require(C >= 1, "C < 1");
-  v.require(p.groups >= 1, "groups < 1");
-  v.require(groups_divide || p.groups < 1, "groups does not divide C and M");
-  v.require(wC == group_C, "channel mismatch");
   v.require(R >= 1 && S >= 1, "empty filter");
   __int128 P = -1, Q = -1, Pp = -1, Qp = -1;
   if (v.valid) {
@@ -284,8 +301,11 @@ int fuzz_conv2d_backward(Draw& d, bool weights) {
   if (!d.rarely()) p.activation = kcnn::Activation::Identity;
   if (d.rarely()) p.pool = draw_pool_params(d, p.layout);
   const std::uint64_t N = d.extent(3), C = d.extent(4), H = d.extent(10), W = d.extent(10),
-                      M = d.extent(4), R = d.extent(4), S = d.extent(4);
+                      drawn_M = d.extent(4), R = d.extent(4), S = d.extent(4);
   Verdict v;
+  // Grouped and depthwise layers (their own kernels, impl/backward/depthwise/).
+  const DrawnGroups g = draw_groups(d, v, p, C, drawn_M);
+  const std::uint64_t M = g.M, wC = g.wC;
   require_window_params(v, p);
   v.require(p.activation == kcnn::Activation::Identity, "a non-Identity activation");
   v.require(!p.pool, "a pool");
@@ -304,8 +324,6 @@ int fuzz_conv2d_backward(Draw& d, bool weights) {
   }
   const std::uint64_t yP = output_extent(d, P), yQ = output_extent(d, Q);
   v.require(__int128(yP) == P && __int128(yQ) == Q, "wrong dy extents");
-  const std::uint64_t wC = d.rarely() ? d.extent(4) : C;
-  v.require(wC == C, "channel mismatch");
   const int bias_choice = weights ? d.small(0, 7) : 0;  // 0-2: no dbias, 3: extent 0, 4-6: M
   const std::uint64_t B = bias_choice < 4 ? 0 : bias_choice < 7 ? M : d.extent(5, false);
   if (weights) v.require(B == 0 || B == M, "wrong dbias extent");

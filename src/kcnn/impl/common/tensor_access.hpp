@@ -63,6 +63,13 @@ LogicalStrides logical_strides(const View& v) {
   }
 }
 
+/// logical_strides for a layout known at run time.
+template <class View>
+LogicalStrides logical_strides(const View& v, Layout layout) {
+  return layout == Layout::NCHW ? logical_strides<Layout::NCHW>(v)
+                                : logical_strides<Layout::NHWC>(v);
+}
+
 /// LogicalStrides in 32 bits, for tensors whose every element offset fits int (see
 /// offsets_fit_int): a GPU then forms an offset with one 32-bit multiply-add per index
 /// instead of a chain of 64-bit multiplies.

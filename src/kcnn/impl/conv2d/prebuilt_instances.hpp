@@ -33,11 +33,13 @@
 #include <cstddef>
 
 #include "../../bfloat16.hpp"
+#include "../backward/depthwise/depthwise_backward.hpp"
 #include "../common/view_checks.hpp"
 #include "dispatch.hpp"
 
 /// Declares (EXTERN = extern) or defines (EXTERN empty) conv2d_launch for execution space
-/// SPACE and element type T on the kernel View types conv2d_forward passes.
+/// SPACE and element type T on the kernel View types conv2d_forward passes, and the
+/// depthwise entry points (KCNN_DEPTHWISE_INSTANCES).
 #define KCNN_CONV2D_LAUNCH_INSTANCE(EXTERN, SPACE, T)                                             \
   EXTERN template std::size_t kcnn::Impl::conv2d_launch<                                          \
       SPACE, kcnn::Impl::kernel_input4_t<SPACE, T>, kcnn::Impl::kernel_input4_t<SPACE, T>,        \
@@ -45,7 +47,21 @@
       const SPACE&, kcnn::ConvAlgo, const kcnn::Impl::kernel_input4_t<SPACE, T>&,                 \
       const kcnn::Impl::kernel_input4_t<SPACE, T>&, const kcnn::Impl::kernel_input1_t<SPACE, T>&, \
       const kcnn::Impl::kernel_output4_t<SPACE, T>&, const kcnn::Impl::Conv2dProblem&,            \
-      kcnn::Impl::LaunchMode);
+      kcnn::Impl::LaunchMode);                                                                    \
+  KCNN_DEPTHWISE_INSTANCES(EXTERN, SPACE, T)
+
+/// The depthwise kernels' entry points on pointers and strides for SPACE and T: forward
+/// (ConvAlgo::Depthwise, which conv2d_launch reaches) and the two backward operations
+/// (conv2d_backward.hpp), defined with conv2d_launch.
+#define KCNN_DEPTHWISE_INSTANCES(EXTERN, SPACE, T)                                                 \
+  EXTERN template void kcnn::Impl::conv2d_depthwise_run<SPACE, T, T>(                              \
+      const SPACE&, const kcnn::Impl::DepthwiseOperands<T, T>&, const kcnn::Impl::Conv2dProblem&); \
+  EXTERN template void kcnn::Impl::conv2d_backward_data_depthwise_run<SPACE, T>(                   \
+      const SPACE&, const kcnn::Impl::DepthwiseBackwardDataOperands<T>&,                           \
+      const kcnn::Impl::Conv2dProblem&);                                                           \
+  EXTERN template void kcnn::Impl::conv2d_backward_weights_depthwise_run<SPACE, T>(                \
+      const SPACE&, const kcnn::Impl::DepthwiseBackwardWeightsOperands<T>&,                        \
+      const kcnn::Impl::Conv2dProblem&);
 
 /// Tiled's launch (conv2d_tiled) for SPACE and T: it fuses every pooling, so y is T.
 #define KCNN_CONV2D_TILED_INSTANCE(EXTERN, SPACE, T)                                              \

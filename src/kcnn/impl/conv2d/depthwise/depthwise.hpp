@@ -15,10 +15,12 @@
 #include <type_traits>
 
 #include "../../../types.hpp"
+#include "../../arch/device_traits.hpp"
 #include "../../common/element_traits.hpp"
 #include "../../common/problem.hpp"
 #include "../../common/tensor_access.hpp"
 #include "../../common/view_checks.hpp"
+#include "depthwise_args.hpp"
 #include "depthwise_host_kernel.hpp"
 #include "depthwise_kernel.hpp"
 
@@ -46,47 +48,25 @@ inline bool strides_multiple_of(const LogicalStrides& s, std::int64_t k) {
   return s.n % k == 0 && s.c % k == 0 && s.h % k == 0 && s.w % k == 0;
 }
 
-template <Layout L, int Taps, int Cols, int Lanes, bool Vector, class ExecSpace, class XView,
-          class WView, class BView, class YView>
-void launch(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
-            const YView& y, const Conv2dProblem& pb) {
-  using Kernel = DepthwiseKernel<L, Taps, Cols, Lanes, Vector, XView, YView>;
-  Kernel k;
-  k.x = x.data(), k.w = w.data(), k.y = y.data();
-  k.bias = pb.has_bias ? bias.data() : nullptr;
-  k.bias_stride = pb.has_bias ? static_cast<std::int64_t>(bias.stride(0)) : 0;
-  k.xs = logical_strides<L>(x), k.ws = logical_strides<L>(w), k.ys = logical_strides<L>(y);
-  k.N = pb.N, k.H = pb.H, k.W = pb.W, k.M = pb.M, k.P = pb.P, k.Q = pb.Q;
-  k.R = static_cast<int>(pb.R), k.S = static_cast<int>(pb.S);
-  k.stride_h = pb.stride_h, k.stride_w = pb.stride_w, k.pad_h = pb.pad_h, k.pad_w = pb.pad_w;
-  k.dilation_h = pb.dilation_h, k.dilation_w = pb.dilation_w;
-  k.multiplier = pb.M / pb.C;
-  k.activation = pb.activation;
-  k.col_blocks = (pb.Q + Cols - 1) / Cols;
-  k.lane_blocks = (pb.M + Lanes - 1) / Lanes;
+template <Layout L, int Taps, int Cols, int Lanes, bool Vector, class ExecSpace, class T, class Y>
+void launch(const ExecSpace& space, const DepthwiseArgs<T, Y>& args) {
+  DepthwiseKernel<L, Taps, Cols, Lanes, Vector, T, Y> k;
+  static_cast<DepthwiseArgs<T, Y>&>(k) = args;
+  k.col_blocks = (args.Q + Cols - 1) / Cols;
+  k.lane_blocks = (args.M + Lanes - 1) / Lanes;
   using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
   Kokkos::parallel_for("kcnn::conv2d::depthwise", Policy(space, 0, k.items()), k);
 }
 
 /// DepthwiseStripKernel with Taps x Taps filters at stride Stride, Rows = 7 (the CNN
 /// extents 112, 56, 28, 14, 7 are multiples of it; 7 rows of a 3x3 layer: 27 loads).
-template <Layout L, int Taps, int Stride, int Lanes, class ExecSpace, class XView, class WView,
-          class BView, class YView>
-void launch_strip(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
-                  const YView& y, const Conv2dProblem& pb) {
+template <Layout L, int Taps, int Stride, int Lanes, class ExecSpace, class T, class Y>
+void launch_strip(const ExecSpace& space, const DepthwiseArgs<T, Y>& args) {
   constexpr int Rows = 7;
-  using Kernel = DepthwiseStripKernel<L, Taps, Stride, Rows, Lanes, XView, YView>;
-  Kernel k;
-  k.x = x.data(), k.w = w.data(), k.y = y.data();
-  k.bias = pb.has_bias ? bias.data() : nullptr;
-  k.bias_stride = pb.has_bias ? static_cast<std::int64_t>(bias.stride(0)) : 0;
-  k.xs = logical_strides<L>(x), k.ws = logical_strides<L>(w), k.ys = logical_strides<L>(y);
-  k.N = pb.N, k.H = pb.H, k.W = pb.W, k.M = pb.M, k.P = pb.P, k.Q = pb.Q;
-  k.multiplier = pb.M / pb.C;
-  k.pad_h = pb.pad_h, k.pad_w = pb.pad_w;
-  k.activation = pb.activation;
-  k.row_blocks = (pb.P + Rows - 1) / Rows;
-  k.lane_blocks = (pb.M + Lanes - 1) / Lanes;
+  DepthwiseStripKernel<L, Taps, Stride, Rows, Lanes, T, Y> k;
+  static_cast<DepthwiseArgs<T, Y>&>(k) = args;
+  k.row_blocks = (args.P + Rows - 1) / Rows;
+  k.lane_blocks = (args.M + Lanes - 1) / Lanes;
   k.index32 = k.items() <= std::numeric_limits<int>::max();
   using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
   Kokkos::parallel_for("kcnn::conv2d::depthwise", Policy(space, 0, k.items()), k);
@@ -102,12 +82,13 @@ inline bool strip_takes(const Conv2dProblem& pb, int lanes) {
 }
 
 /// launch_strip with pb's filter extent and stride (strip_takes holds).
-template <Layout L, int Lanes, class ExecSpace, class... Views>
-void launch_strip_for(const ExecSpace& space, const Conv2dProblem& pb, const Views&... views) {
+template <Layout L, int Lanes, class ExecSpace, class T, class Y>
+void launch_strip_for(const ExecSpace& space, const Conv2dProblem& pb,
+                      const DepthwiseArgs<T, Y>& args) {
   auto with_stride = [&](auto taps) {
     constexpr int Taps = decltype(taps)::value;
-    if (pb.stride_h == 1) return launch_strip<L, Taps, 1, Lanes>(space, views..., pb);
-    launch_strip<L, Taps, 2, Lanes>(space, views..., pb);
+    if (pb.stride_h == 1) return launch_strip<L, Taps, 1, Lanes>(space, args);
+    launch_strip<L, Taps, 2, Lanes>(space, args);
   };
   if (pb.R == 3) return with_stride(std::integral_constant<int, 3>{});
   if (pb.R == 5) return with_stride(std::integral_constant<int, 5>{});
@@ -115,35 +96,24 @@ void launch_strip_for(const ExecSpace& space, const Conv2dProblem& pb, const Vie
 }
 
 /// The CPU kernels (depthwise_host_kernel.hpp).
-template <class Kernel, class ExecSpace, class XView, class WView, class BView, class YView>
-void launch_host(const ExecSpace& space, const XView& x, const WView& w, const BView& bias,
-                 const YView& y, const Conv2dProblem& pb) {
-  constexpr Layout L = Kernel::layout;
+template <class Kernel, class ExecSpace, class T, class Y>
+void launch_host(const ExecSpace& space, const DepthwiseArgs<T, Y>& args, const Conv2dProblem& pb) {
   Kernel k;
-  k.x = x.data(), k.w = w.data(), k.y = y.data();
-  k.bias = pb.has_bias ? bias.data() : nullptr;
-  k.bias_stride = pb.has_bias ? static_cast<std::int64_t>(bias.stride(0)) : 0;
-  k.xs = logical_strides<L>(x), k.ws = logical_strides<L>(w), k.ys = logical_strides<L>(y);
-  k.N = pb.N, k.H = pb.H, k.W = pb.W, k.M = pb.M, k.P = pb.P, k.Q = pb.Q;
-  k.multiplier = pb.M / pb.C;
-  k.R = static_cast<int>(pb.R), k.S = static_cast<int>(pb.S);
-  k.stride_h = pb.stride_h, k.stride_w = pb.stride_w, k.pad_h = pb.pad_h, k.pad_w = pb.pad_w;
-  k.dilation_h = pb.dilation_h, k.dilation_w = pb.dilation_w;
-  k.activation = pb.activation;
+  static_cast<DepthwiseArgs<T, Y>&>(k) = args;
   interior_columns(pb, k.q_lo, k.q_hi);
   using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
   Kokkos::parallel_for("kcnn::conv2d::depthwise", Policy(space, 0, k.items()), k);
 }
 
 /// launch_host with the compile-time filter extent (3, 5, 7 or 0).
-template <Layout L, class ExecSpace, class XView, class WView, class BView, class YView>
-void launch_host_taps(const ExecSpace& space, const Conv2dProblem& pb, const XView& x,
-                      const WView& w, const BView& bias, const YView& y) {
+template <Layout L, class ExecSpace, class T, class Y>
+void launch_host_taps(const ExecSpace& space, const Conv2dProblem& pb,
+                      const DepthwiseArgs<T, Y>& args) {
   auto run = [&](auto taps) {
     constexpr int Taps = decltype(taps)::value;
-    using Kernel = std::conditional_t<L == Layout::NCHW, DepthwiseHostRowKernel<Taps, XView, YView>,
-                                      DepthwiseHostPixelKernel<Taps, XView, YView>>;
-    launch_host<Kernel>(space, x, w, bias, y, pb);
+    using Kernel = std::conditional_t<L == Layout::NCHW, DepthwiseHostRowKernel<Taps, T, Y>,
+                                      DepthwiseHostPixelKernel<Taps, T, Y>>;
+    launch_host<Kernel>(space, args, pb);
   };
   const bool square = pb.R == pb.S;
   if (square && pb.R == 3) return run(std::integral_constant<int, 3>{});
@@ -154,8 +124,10 @@ void launch_host_taps(const ExecSpace& space, const Conv2dProblem& pb, const XVi
 
 }  // namespace depthwise_detail
 
-/// Runs (LaunchMode::Run) or checks ConvAlgo::Depthwise on kernel Views of validated
-/// problem pb (unpooled: dispatch.hpp pools). No workspace.
+/// Runs ConvAlgo::Depthwise on operands `op` of depthwise problem pb (unpooled;
+/// depthwise_reason holds). No workspace. Also conv2d_backward_data's kernel at unit
+/// stride (on dy, the filters read backwards): a prebuilt instance
+/// (conv2d/prebuilt_instances.hpp) for Y = T.
 ///
 /// Work items (depthwise_kernel.hpp): GPUs, square 3x3, 5x5, 7x7 filters at stride 1 or
 /// 2 without dilation, 7 outputs down a column (DepthwiseStripKernel) of 4 NHWC channels
@@ -165,49 +137,61 @@ void launch_host_taps(const ExecSpace& space, const Conv2dProblem& pb, const XVi
 /// CPUs (depthwise_host_kernel.hpp) NCHW an output row (DepthwiseHostRowKernel), NHWC 8
 /// rows of 128 float channels (DepthwiseHostPixelKernel, 4 columns x 16 channels of
 /// accumulators in registers), the interior columns unchecked.
+template <class ExecSpace, class T, class Y>
+void conv2d_depthwise_run(const ExecSpace& space, const DepthwiseOperands<T, Y>& op,
+                          const Conv2dProblem& pb) {
+  namespace D = depthwise_detail;
+  constexpr Layout NHWC = Layout::NHWC, NCHW = Layout::NCHW;
+  const DepthwiseArgs<T, Y> args = make_depthwise_args(op, pb);
+  if constexpr (runs_on_host_v<ExecSpace>) {
+    if (pb.layout == NHWC) {
+      D::launch_host_taps<NHWC>(space, pb, args);
+    } else {
+      D::launch_host_taps<NCHW>(space, pb, args);
+    }
+  } else if (pb.layout == NHWC) {
+    const bool vector = pb.M == pb.C && op.xs.c == 1 && op.ys.c == 1 && pb.C % 4 == 0 &&
+                        D::strides_multiple_of(op.xs, 4) && D::strides_multiple_of(op.ys, 4) &&
+                        D::aligned_to(op.x, 4 * sizeof(T)) && D::aligned_to(op.y, 4 * sizeof(Y));
+    if (vector && D::strip_takes(pb, 4)) {
+      D::launch_strip_for<NHWC, 4>(space, pb, args);
+    } else if (D::strip_takes(pb, 1)) {
+      D::launch_strip_for<NHWC, 1>(space, pb, args);
+    } else if (vector) {  // the other geometries: R, S at run time
+      D::launch<NHWC, 0, 2, 4, true>(space, args);
+    } else {
+      D::launch<NHWC, 0, 2, 4, false>(space, args);
+    }
+  } else if (D::strip_takes(pb, 1)) {
+    D::launch_strip_for<NCHW, 1>(space, pb, args);
+  } else {
+    const bool vector = op.ys.w == 1 && pb.Q % 4 == 0 && D::strides_multiple_of(op.ys, 4) &&
+                        D::aligned_to(op.y, 4 * sizeof(Y));
+    if (vector) {
+      D::launch<NCHW, 0, 4, 1, true>(space, args);
+    } else {
+      D::launch<NCHW, 0, 4, 1, false>(space, args);
+    }
+  }
+}
+
+/// Runs (LaunchMode::Run) or checks ConvAlgo::Depthwise on kernel Views of validated
+/// problem pb (unpooled: dispatch.hpp pools). No workspace.
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 std::size_t conv2d_depthwise(const ExecSpace& space, const XView& x, const WView& w,
                              const BView& bias, const YView& y, const Conv2dProblem& pb,
                              LaunchMode mode) {
   if (auto reason = depthwise_reason(pb)) throw_if(true, "kcnn::conv2d_forward", *reason);
   if (mode == LaunchMode::Check) return 0;
-  namespace D = depthwise_detail;
   using T = view_scalar_t<XView>;
   using Y = view_scalar_t<YView>;
-  constexpr Layout NHWC = Layout::NHWC, NCHW = Layout::NCHW;
-  if constexpr (runs_on_host_v<ExecSpace>) {
-    if (pb.layout == NHWC) {
-      D::launch_host_taps<NHWC>(space, pb, x, w, bias, y);
-    } else {
-      D::launch_host_taps<NCHW>(space, pb, x, w, bias, y);
-    }
-  } else if (pb.layout == NHWC) {
-    const LogicalStrides xs = logical_strides<NHWC>(x), ys = logical_strides<NHWC>(y);
-    const bool vector = pb.M == pb.C && xs.c == 1 && ys.c == 1 && pb.C % 4 == 0 &&
-                        D::strides_multiple_of(xs, 4) && D::strides_multiple_of(ys, 4) &&
-                        D::aligned_to(x.data(), 4 * sizeof(T)) &&
-                        D::aligned_to(y.data(), 4 * sizeof(Y));
-    if (vector && D::strip_takes(pb, 4)) {
-      D::launch_strip_for<NHWC, 4>(space, pb, x, w, bias, y);
-    } else if (D::strip_takes(pb, 1)) {
-      D::launch_strip_for<NHWC, 1>(space, pb, x, w, bias, y);
-    } else if (vector) {  // the other geometries: R, S at run time
-      D::launch<NHWC, 0, 2, 4, true>(space, x, w, bias, y, pb);
-    } else {
-      D::launch<NHWC, 0, 2, 4, false>(space, x, w, bias, y, pb);
-    }
-  } else if (D::strip_takes(pb, 1)) {
-    D::launch_strip_for<NCHW, 1>(space, pb, x, w, bias, y);
-  } else {
-    const LogicalStrides ys = logical_strides<NCHW>(y);
-    const bool vector = ys.w == 1 && pb.Q % 4 == 0 && D::strides_multiple_of(ys, 4) &&
-                        D::aligned_to(y.data(), 4 * sizeof(Y));
-    if (vector) {
-      D::launch<NCHW, 0, 4, 1, true>(space, x, w, bias, y, pb);
-    } else {
-      D::launch<NCHW, 0, 4, 1, false>(space, x, w, bias, y, pb);
-    }
-  }
+  const Layout L = pb.layout;
+  const DepthwiseOperands<T, Y> op{
+      x.data(),    logical_strides(x, L),
+      w.data(),    logical_strides(w, L),
+      bias.data(), pb.has_bias ? static_cast<std::int64_t>(bias.stride(0)) : 0,
+      y.data(),    logical_strides(y, L)};
+  conv2d_depthwise_run(space, op, pb);
   return 0;
 }
 

@@ -39,36 +39,16 @@
 #include "../../common/problem.hpp"
 #include "../../common/tensor_access.hpp"
 #include "../../epilogue/bias_activation.hpp"
+#include "depthwise_args.hpp"
 
 namespace kcnn::Impl {
 
-/// What every CPU depthwise kernel reads (filled by depthwise.hpp's launch_host).
-template <class XView, class YView>
-struct DepthwiseHostArgs {
-  using T = view_scalar_t<XView>;
-  using Y = view_scalar_t<YView>;
-  using Acc = accumulator_t<T>;
-
-  const T* x;
-  const T* w;
-  const T* bias;  ///< nullptr: none
-  Y* y;
-  LogicalStrides xs, ws, ys;
-  std::int64_t bias_stride;
-  std::int64_t N, H, W, M, P, Q, multiplier;
-  int R, S, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
-  Activation activation;
+/// What every CPU depthwise kernel reads (filled by depthwise.hpp's launch_host): the
+/// shared fields and the interior columns.
+template <class T, class Y>
+struct DepthwiseHostArgs : DepthwiseArgs<T, Y> {
   /// Interior columns: for q in [q_lo, q_hi), every tap's column lies in [0, W).
   std::int64_t q_lo, q_hi;
-
-  /// The input column of output column q, tap s (and the input row of row p, tap r).
-  std::int64_t column(std::int64_t q, int s) const {
-    return q * stride_w - pad_w + std::int64_t(s) * dilation_w;
-  }
-  std::int64_t row(std::int64_t p, int r) const {
-    return p * stride_h - pad_h + std::int64_t(r) * dilation_h;
-  }
-  Acc bias_of(std::int64_t m) const { return bias ? Acc(bias[m * bias_stride]) : Acc(0); }
 };
 
 /// [q_lo, q_hi): the output columns q < Q whose taps q stride_w - pad_w + s dilation_w,
@@ -83,9 +63,9 @@ inline void interior_columns(const Conv2dProblem& pb, std::int64_t& q_lo, std::i
 }
 
 /// NCHW: a work item is one output row (n, m, p), in chunks of Chunk columns.
-template <int Taps, class XView, class YView>
-struct DepthwiseHostRowKernel : DepthwiseHostArgs<XView, YView> {
-  using Base = DepthwiseHostArgs<XView, YView>;
+template <int Taps, class T_, class Y_>
+struct DepthwiseHostRowKernel : DepthwiseHostArgs<T_, Y_> {
+  using Base = DepthwiseHostArgs<T_, Y_>;
   using typename Base::Acc;
   using typename Base::T;
   using typename Base::Y;
@@ -171,9 +151,9 @@ struct DepthwiseHostRowKernel : DepthwiseHostArgs<XView, YView> {
 /// tap weights gathered once per item: w's channels are R S apart). Each row is walked
 /// in blocks of Pixels columns, each block over the span's Lanes-channel blocks (a
 /// pixel's channels are contiguous: x and y stream through memory).
-template <int Taps, class XView, class YView>
-struct DepthwiseHostPixelKernel : DepthwiseHostArgs<XView, YView> {
-  using Base = DepthwiseHostArgs<XView, YView>;
+template <int Taps, class T_, class Y_>
+struct DepthwiseHostPixelKernel : DepthwiseHostArgs<T_, Y_> {
+  using Base = DepthwiseHostArgs<T_, Y_>;
   using typename Base::Acc;
   using typename Base::T;
   using typename Base::Y;

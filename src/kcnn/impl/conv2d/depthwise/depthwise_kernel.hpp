@@ -29,31 +29,27 @@
 #include "../../common/problem.hpp"
 #include "../../common/tensor_access.hpp"
 #include "../../epilogue/bias_activation.hpp"
+#include "depthwise_args.hpp"
 
 namespace kcnn::Impl {
 
 /// Taps: 3, 5, 7 (R = S = Taps at compile time) or 0 (R, S at run time). Cols, Lanes:
 /// the work item. Vector: x's and y's Lanes channels (NHWC, multiplier 1) or y's Cols
 /// columns (NCHW) are one aligned vector (checked by the launch).
-template <Layout L, int Taps, int Cols, int Lanes, bool Vector, class XView, class YView>
-struct DepthwiseKernel {
-  using T = view_scalar_t<XView>;
-  using Y = view_scalar_t<YView>;
-  using Acc = accumulator_t<T>;
+template <Layout L, int Taps, int Cols, int Lanes, bool Vector, class T_, class Y_>
+struct DepthwiseKernel : DepthwiseArgs<T_, Y_> {
+  using Base = DepthwiseArgs<T_, Y_>;
+  using Base::dilation_h, Base::dilation_w;
+  using Base::N, Base::H, Base::W, Base::M, Base::P, Base::Q, Base::multiplier, Base::activation;
+  using Base::R, Base::S, Base::stride_h, Base::stride_w, Base::pad_h, Base::pad_w;
+  using Base::x, Base::w, Base::bias, Base::y, Base::xs, Base::ws, Base::ys, Base::bias_stride;
+  using typename Base::Acc;
+  using typename Base::T;
+  using typename Base::Y;
   static constexpr bool VectorX = Vector && L == Layout::NHWC;
   static_assert(!Vector || (L == Layout::NHWC ? Lanes == 4 : Cols == 4),
                 "vectors are four channels (NHWC, multiplier 1) or four columns (NCHW)");
 
-  const T* x;
-  const T* w;
-  const T* bias;  ///< nullptr: none
-  Y* y;
-  LogicalStrides xs, ws, ys;
-  std::int64_t bias_stride;
-  std::int64_t N, H, W, M, P, Q;
-  int R, S, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
-  std::int64_t multiplier;  ///< M / C
-  Activation activation;
   std::int64_t col_blocks, lane_blocks;
 
   std::int64_t items() const { return N * P * col_blocks * lane_blocks; }
@@ -151,24 +147,19 @@ struct DepthwiseKernel {
 /// loads instead of 63), with its Taps^2 x Lanes weights in registers. Neighbouring
 /// threads take neighbouring addresses: NHWC the next channels (Lanes = 4, multiplier 1:
 /// one 16-byte load or store; Lanes = 1 otherwise), NCHW the next column (Lanes = 1).
-template <Layout L, int Taps, int Stride, int Rows, int Lanes, class XView, class YView>
-struct DepthwiseStripKernel {
-  using T = view_scalar_t<XView>;
-  using Y = view_scalar_t<YView>;
-  using Acc = accumulator_t<T>;
+template <Layout L, int Taps, int Stride, int Rows, int Lanes, class T_, class Y_>
+struct DepthwiseStripKernel : DepthwiseArgs<T_, Y_> {
+  using Base = DepthwiseArgs<T_, Y_>;
+  using Base::N, Base::H, Base::W, Base::M, Base::P, Base::Q, Base::multiplier, Base::activation;
+  using Base::pad_h, Base::pad_w;
+  using Base::x, Base::w, Base::bias, Base::y, Base::xs, Base::ws, Base::ys, Base::bias_stride;
+  using typename Base::Acc;
+  using typename Base::T;
+  using typename Base::Y;
   static_assert(Lanes == 1 || (L == Layout::NHWC && Lanes == 4),
                 "vectors are four NHWC channels (multiplier 1)");
   static constexpr int window_rows = (Rows - 1) * Stride + Taps;
 
-  const T* x;
-  const T* w;
-  const T* bias;  ///< nullptr: none
-  Y* y;
-  LogicalStrides xs, ws, ys;
-  std::int64_t bias_stride;
-  std::int64_t N, H, W, M, P, Q, multiplier;
-  int pad_h, pad_w;
-  Activation activation;
   std::int64_t row_blocks, lane_blocks;
 
   bool index32 = false;  ///< items() < 2^31: the item's place in 32-bit divisions
