@@ -17,9 +17,12 @@
 ///  - GPUs: NHWC teams of up to 32 channels (a warp reads 32 neighbouring channels of a
 ///    pixel) times pixel groups; NCHW teams of one channel, the threads on neighbouring
 ///    pixels of its planes.
-///  - CPUs: one thread a team, one channel; chunks of about 128 KB of x and dy, so that
-///    the channels of a chunk (the consecutive work items of a thread) find its rows in
-///    L2.
+///  - CPUs (DepthwiseWeightsHostKernel, 3x3, 5x5, 7x7 on contiguous rows): NHWC items of
+///    8 float channels (one AVX2 vector) for chunks of about 128 KB of x and dy rows, so
+///    that the chunk's channel blocks (a thread's consecutive items) find its rows in L2;
+///    NCHW items of one channel, 8 output columns a vector, the fewest chunks (a
+///    channel's planes are contiguous). Other filters and strided layouts: the team
+///    kernel with one thread a team and one channel.
 /// The chunks and team shapes are functions of the problem, the backend and the
 /// workspace limit only: the summation order, hence the result, does not depend on the
 /// thread count. Accumulation in float (double for double), one rounding at the store.
@@ -39,6 +42,7 @@
 #include "../../common/problem.hpp"
 #include "../../common/tensor_access.hpp"
 #include "../../common/workspace_cache.hpp"
+#include "../../conv2d/depthwise/depthwise_host_kernel.hpp"  // interior_columns
 
 namespace kcnn::Impl {
 
@@ -81,8 +85,10 @@ struct DepthwiseWeightsPlan {
     return pb.R == pb.S && (pb.R == 3 || pb.R == 5 || pb.R == 7) ? static_cast<int>(pb.R) : 0;
   }
 
+  /// gpu: the team kernel's shape; else an item of one thread for host_lanes channels
+  /// (the NHWC host kernel; 1 for the others).
   template <class Acc>
-  static DepthwiseWeightsPlan make(const Conv2dProblem& pb, bool gpu) {
+  static DepthwiseWeightsPlan make(const Conv2dProblem& pb, bool gpu, int host_lanes = 1) {
     DepthwiseWeightsPlan plan;
     plan.taps = static_cast<int>(pb.R * pb.S);
     plan.slots = plan.taps + 1;
@@ -104,13 +110,20 @@ struct DepthwiseWeightsPlan {
       // About 2048 teams: 15 per SM of a 132-SM GPU, several waves of resident teams.
       target_teams = 2048;
     } else {
-      // Chunks of about 128 KB of x and dy rows (they stay in L2 while the thread's
-      // consecutive items, the chunk's channels, pass over them), at least 64 items.
+      // NHWC: chunks of about 128 KB of x and dy rows (they stay in L2 while the
+      // thread's consecutive items, the chunk's channel blocks, pass over them). NCHW: an
+      // item's channel planes are contiguous whatever its rows, so the fewest chunks.
+      // At least 64 items either way.
+      plan.lanes = host_lanes;
+      const std::int64_t blocks = (pb.M + host_lanes - 1) / host_lanes;
       const std::int64_t row_bytes =
           std::max<std::int64_t>(1, 2 * pb.Q * pb.M * static_cast<std::int64_t>(sizeof(Acc)));
       const std::int64_t rows_fitting =
           std::max<std::int64_t>(1, (std::int64_t(128) << 10) / row_bytes);
-      target_teams = std::max<std::int64_t>(64, pb.M * ((rows + rows_fitting - 1) / rows_fitting));
+      const std::int64_t for_cache =
+          pb.layout == Layout::NHWC ? (rows + rows_fitting - 1) / rows_fitting : 1;
+      const std::int64_t chunks = std::max(for_cache, (std::int64_t(64) + blocks - 1) / blocks);
+      target_teams = chunks > kMaxTeams / blocks ? kMaxTeams : chunks * blocks;
     }
     target_teams = std::min(target_teams, kMaxTeams);
     plan.lane_blocks = (pb.M + plan.lanes - 1) / plan.lanes;
@@ -244,6 +257,178 @@ struct DepthwiseWeightsTeamKernel {
   }
 };
 
+/// CPUs, 3x3, 5x5 and 7x7 filters on contiguous rows: an item is a chunk of output rows
+/// for one block of channels, the sums in vector accumulators.
+///  - NHWC (multiplier 1, channels contiguous): Lanes channels an item, one vector
+///    multiply-add per tap and pixel; the pixels whose taps all lie inside x unchecked.
+///  - NCHW (unit column stride, columns contiguous): one channel an item, Lanes output
+///    columns a vector; the interior columns (interior_columns) unchecked, the others one
+///    by one; the lanes' sums added in lane order at the end.
+/// Each item writes its slots of the chunk's partial sums (or, with one chunk, dw and
+/// dbias).
+template <Layout L, int Taps, class T>
+struct DepthwiseWeightsHostKernel {
+  using Acc = accumulator_t<T>;
+  static constexpr int Lanes = 32 / sizeof(Acc);  ///< one AVX2 vector
+  static constexpr int Sums = Taps * Taps + 1;
+
+  DepthwiseBackwardWeightsOperands<T> op;
+  std::int64_t N, H, W, M, P, Q, multiplier;
+  int stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  DepthwiseWeightsPlan plan;
+  std::int64_t q_lo, q_hi;  ///< the output columns whose taps all lie inside x's rows
+  bool with_bias;
+  Acc* partial;
+
+  /// Whether the host kernel computes pb's operands (else the team kernel, one thread a
+  /// team).
+  static bool takes(const Conv2dProblem& pb, const DepthwiseBackwardWeightsOperands<T>& op) {
+    if (DepthwiseWeightsPlan::compile_time_taps(pb) != Taps) return false;
+    if (L == Layout::NHWC) return pb.M == pb.C && op.xs.c == 1 && op.dys.c == 1;
+    return pb.stride_w == 1 && op.xs.w == 1 && op.dys.w == 1;
+  }
+
+  std::int64_t items() const { return plan.chunks * plan.lane_blocks; }
+
+  void operator()(const std::int64_t item) const {
+    const std::int64_t chunk = item / plan.lane_blocks, mb = item - chunk * plan.lane_blocks;
+    const std::int64_t row0 = chunk * plan.rows_per_chunk;
+    const std::int64_t row1 = std::min(row0 + plan.rows_per_chunk, N * P);
+    Acc acc[Sums][Lanes] = {};
+    if constexpr (L == Layout::NHWC) {
+      const std::int64_t m0 = mb * Lanes;
+      const int lanes = static_cast<int>(std::min<std::int64_t>(Lanes, M - m0));
+      for (std::int64_t row = row0; row < row1; ++row)
+        nhwc_row(row / P, row % P, m0, lanes, acc);
+      store(chunk, m0, lanes, acc);
+    } else {
+      const std::int64_t m = mb;
+      for (std::int64_t row = row0; row < row1; ++row)
+        nchw_row(row / P, row % P, m, acc);
+      Acc sums[Sums][1];
+      for (int k = 0; k < Sums; ++k) {
+        Acc sum = 0;
+        for (int l = 0; l < Lanes; ++l)  // lane order: the result does not depend on threads
+          sum += acc[k][l];
+        sums[k][0] = sum;
+      }
+      store(chunk, m, 1, sums);
+    }
+  }
+
+  std::int64_t row_of(std::int64_t p, int r) const {
+    return p * stride_h - pad_h + std::int64_t(r) * dilation_h;
+  }
+  std::int64_t column_of(std::int64_t q, int s) const {
+    return q * stride_w - pad_w + std::int64_t(s) * dilation_w;
+  }
+
+  void nhwc_row(std::int64_t n, std::int64_t p, std::int64_t m0, int lanes,
+                Acc (&acc)[Sums][Lanes]) const {
+    const T* const dyr = op.dy + n * op.dys.n + p * op.dys.h + m0;
+    const T* const xn = op.x + n * op.xs.n + m0;
+    const bool rows_inside = row_of(p, 0) >= 0 && row_of(p, Taps - 1) < H;
+    for (std::int64_t q = 0; q < Q; ++q) {
+      const T* const dyp = dyr + q * op.dys.w;
+      if (lanes == Lanes && rows_inside && q >= q_lo && q < q_hi) {
+        Acc d[Lanes];
+        KCNN_HOST_SIMD
+        for (int l = 0; l < Lanes; ++l) {
+          d[l] = Acc(dyp[l]);
+          acc[Sums - 1][l] += d[l];
+        }
+        KCNN_HOST_UNROLL
+        for (int r = 0; r < Taps; ++r) {
+          const T* const xr = xn + row_of(p, r) * op.xs.h + column_of(q, 0) * op.xs.w;
+          KCNN_HOST_UNROLL
+          for (int s = 0; s < Taps; ++s) {
+            const T* const xp = xr + std::int64_t(s) * dilation_w * op.xs.w;
+            KCNN_HOST_SIMD
+            for (int l = 0; l < Lanes; ++l)
+              acc[r * Taps + s][l] += d[l] * Acc(xp[l]);
+          }
+        }
+        continue;
+      }
+      for (int l = 0; l < lanes; ++l)  // an edge pixel, or a partial channel block
+        acc[Sums - 1][l] += Acc(dyp[l]);
+      for (int r = 0; r < Taps; ++r) {
+        const std::int64_t h = row_of(p, r);
+        if (h < 0 || h >= H) continue;
+        for (int s = 0; s < Taps; ++s) {
+          const std::int64_t col = column_of(q, s);
+          if (col < 0 || col >= W) continue;
+          const T* const xp = xn + h * op.xs.h + col * op.xs.w;
+          for (int l = 0; l < lanes; ++l)
+            acc[r * Taps + s][l] += Acc(dyp[l]) * Acc(xp[l]);
+        }
+      }
+    }
+  }
+
+  void nchw_row(std::int64_t n, std::int64_t p, std::int64_t m, Acc (&acc)[Sums][Lanes]) const {
+    const T* const dyr = op.dy + n * op.dys.n + m * op.dys.c + p * op.dys.h;
+    const std::int64_t c = multiplier == 1 ? m : m / multiplier;
+    const T* const xc = op.x + n * op.xs.n + c * op.xs.c;
+    std::int64_t q = q_lo;
+    for (; q + Lanes <= q_hi; q += Lanes) {  // interior columns, Lanes at a time
+      Acc d[Lanes];
+      KCNN_HOST_SIMD
+      for (int l = 0; l < Lanes; ++l) {
+        d[l] = Acc(dyr[q + l]);
+        acc[Sums - 1][l] += d[l];
+      }
+      KCNN_HOST_UNROLL
+      for (int r = 0; r < Taps; ++r) {
+        const std::int64_t h = row_of(p, r);
+        if (h < 0 || h >= H) continue;
+        const T* const xr = xc + h * op.xs.h + column_of(q, 0);
+        KCNN_HOST_UNROLL
+        for (int s = 0; s < Taps; ++s) {
+          const T* const xp = xr + std::int64_t(s) * dilation_w;
+          KCNN_HOST_SIMD
+          for (int l = 0; l < Lanes; ++l)
+            acc[r * Taps + s][l] += d[l] * Acc(xp[l]);
+        }
+      }
+    }
+    auto column = [&](std::int64_t qc) {  // one column, checked, into lane 0
+      const Acc d = Acc(dyr[qc]);
+      acc[Sums - 1][0] += d;
+      for (int r = 0; r < Taps; ++r) {
+        const std::int64_t h = row_of(p, r);
+        if (h < 0 || h >= H) continue;
+        for (int s = 0; s < Taps; ++s) {
+          const std::int64_t col = column_of(qc, s);
+          if (col >= 0 && col < W) acc[r * Taps + s][0] += d * Acc(xc[h * op.xs.h + col]);
+        }
+      }
+    };
+    for (std::int64_t qc = 0; qc < std::min(q_lo, Q); ++qc)
+      column(qc);
+    for (std::int64_t qc = std::max(q, q_lo); qc < Q; ++qc)
+      column(qc);
+  }
+
+  /// Channel m0 + l's sums: into the chunk's partial sums, or dw and dbias.
+  template <int K>
+  void store(std::int64_t chunk, std::int64_t m0, int lanes, const Acc (&sums)[Sums][K]) const {
+    for (int l = 0; l < lanes; ++l) {
+      const std::int64_t m = m0 + l;
+      if (plan.chunks > 1) {
+        Acc* const out = partial + (chunk * M + m) * plan.slots;
+        for (int k = 0; k < Sums; ++k)
+          out[k] = sums[k][l];
+        continue;
+      }
+      for (int k = 0; k + 1 < Sums; ++k)
+        op.dw[m * op.dws.n + (k / Taps) * op.dws.h + (k % Taps) * op.dws.w] =
+            from_compute<T>(sums[k][l]);
+      if (with_bias) op.dbias[m * op.dbias_stride] = from_compute<T>(sums[Sums - 1][l]);
+    }
+  }
+};
+
 /// Adds the chunks' partial sums in chunk order and writes dw and dbias.
 template <class T>
 struct DepthwiseWeightsStore {
@@ -269,6 +454,66 @@ struct DepthwiseWeightsStore {
   }
 };
 
+/// Runs DepthwiseWeightsHostKernel where it takes pb's operands (then returns true).
+template <class ExecSpace, class T>
+bool conv2d_backward_weights_depthwise_host(const ExecSpace& space,
+                                            const DepthwiseBackwardWeightsOperands<T>& op,
+                                            const Conv2dProblem& pb) {
+  using Acc = accumulator_t<T>;
+  auto run = [&](auto layout, auto taps) {
+    constexpr Layout L = decltype(layout)::value;
+    constexpr int Taps = decltype(taps)::value;
+    using Kernel = DepthwiseWeightsHostKernel<L, Taps, T>;
+    if (!Kernel::takes(pb, op)) return false;
+    const DepthwiseWeightsPlan plan =
+        DepthwiseWeightsPlan::make<Acc>(pb, false, L == Layout::NHWC ? Kernel::Lanes : 1);
+    auto lease = WorkspaceCache<ExecSpace>::acquire(space, plan.workspace_bytes);
+    Acc* const partial = plan.chunks > 1 ? reinterpret_cast<Acc*>(lease.data()) : nullptr;
+    Kernel k{op,
+             pb.N,
+             pb.H,
+             pb.W,
+             pb.M,
+             pb.P,
+             pb.Q,
+             pb.M / pb.C,
+             pb.stride_h,
+             pb.stride_w,
+             pb.pad_h,
+             pb.pad_w,
+             pb.dilation_h,
+             pb.dilation_w,
+             plan,
+             0,
+             0,
+             op.dbias != nullptr,
+             partial};
+    interior_columns(pb, k.q_lo, k.q_hi);
+    using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
+    Kokkos::parallel_for("kcnn::conv2d_backward_weights::depthwise", Range(space, 0, k.items()), k);
+    if (plan.chunks > 1)
+      Kokkos::parallel_for("kcnn::conv2d_backward_weights::depthwise_store",
+                           Range(space, 0, pb.M * plan.slots),
+                           DepthwiseWeightsStore<T>{partial, op, pb.M, plan.chunks,
+                                                    static_cast<int>(pb.S), plan.slots});
+    return true;
+  };
+  auto with_taps = [&](auto layout) {
+    switch (DepthwiseWeightsPlan::compile_time_taps(pb)) {
+      case 3:
+        return run(layout, std::integral_constant<int, 3>{});
+      case 5:
+        return run(layout, std::integral_constant<int, 5>{});
+      case 7:
+        return run(layout, std::integral_constant<int, 7>{});
+      default:
+        return false;
+    }
+  };
+  if (pb.layout == Layout::NHWC) return with_taps(std::integral_constant<Layout, Layout::NHWC>{});
+  return with_taps(std::integral_constant<Layout, Layout::NCHW>{});
+}
+
 /// Computes dw (and dbias where op.dbias) of depthwise problem pb (pb.depthwise(), N, P,
 /// Q > 0, M > 0): see the file comment. A prebuilt instance
 /// (conv2d/prebuilt_instances.hpp).
@@ -277,6 +522,9 @@ void conv2d_backward_weights_depthwise_run(const ExecSpace& space,
                                            const DepthwiseBackwardWeightsOperands<T>& op,
                                            const Conv2dProblem& pb) {
   using Acc = accumulator_t<T>;
+  if constexpr (runs_on_host_v<ExecSpace>) {
+    if (conv2d_backward_weights_depthwise_host(space, op, pb)) return;
+  }
   const DepthwiseWeightsPlan plan = DepthwiseWeightsPlan::make<Acc>(pb, !runs_on_host_v<ExecSpace>);
   auto lease = WorkspaceCache<ExecSpace>::acquire(space, plan.workspace_bytes);
   Acc* const partial = plan.chunks > 1 ? reinterpret_cast<Acc*>(lease.data()) : nullptr;
