@@ -61,7 +61,7 @@ fi
 # 1. Debian packages
 # ---------------------------------------------------------------------------
 packages=(cmake ninja-build g++ make patch xz-utils dpkg-dev libgtest-dev libbenchmark-dev
-  libopenblas-dev libdnnl-dev dataset-fashion-mnist python3-matplotlib zlib1g-dev)
+  libopenblas-dev libdnnl-dev dataset-fashion-mnist zlib1g-dev)
 # libFuzzer and the sanitizer runtimes come with clang's runtime package.
 [[ $variant == fuzz ]] && packages+=(clang libclang-rt-dev)
 missing=()
