@@ -61,7 +61,7 @@ std::vector<ConvCase> grouped_cases() {
               true),
       grouped({"depthwise_c16_k3x5", 2, 16, 6, 12, 16, 3, 5, 1, 1, 1, 2}, 16),
       // The depthwise backward kernels: padding beyond (R - 1) dilation and a multiplier
-      // at stride 2 (the gather kernel), several chunks of partial sums and two GPU
+      // at stride 2 (the data walk kernel), several chunks of partial sums and two GPU
       // channel blocks of 32 (the second partial), run-time taps beyond one pass of 16
       // (5x4 = 20).
       grouped({"depthwise_c7_pad3", 2, 7, 9, 8, 7, 3, 3, 1, 1, 3, 3}, 7),
@@ -219,9 +219,39 @@ TEST(Conv2dGroupsBackward, DepthwiseWithoutWorkspace) {
     });
 }
 
+// The walk kernels of the weight gradient (3x3, 5x5, 7x7 at square stride 1 or 2; on
+// CPUs where the vector kernel does not take the layer: NCHW at stride 2, NHWC
+// multipliers) and of the data gradient (stride 2, multipliers, wide padding):
+// partial blocks of cross positions (GPUs: 2 columns in NCHW, 7 rows in NHWC; 13 rows,
+// 15 columns), a multiplier at stride 2, 5x5 without padding, 7x7 at stride 2, padding
+// beyond the filter, and few channels on a tall image (the walks split into segments).
+TEST(Conv2dGroupsBackward, WalkKernelShapes) {
+  // name, N, C, H, W, M, R, S, stride h/w, pad h/w
+  const std::vector<ConvCase> cases = {
+      grouped({"walk_k3_rows13", 2, 9, 13, 15, 9, 3, 3, 1, 1, 1, 1}, 9, Activation::Identity, true),
+      grouped({"walk_k3_stride2_multiplier2", 3, 12, 17, 16, 24, 3, 3, 2, 2, 1, 1}, 12),
+      grouped({"walk_k5_pad0", 1, 5, 11, 12, 5, 5, 5, 1, 1, 0, 0}, 5, Activation::Identity, true),
+      grouped({"walk_k7_stride2", 2, 4, 19, 9, 4, 7, 7, 2, 2, 3, 3}, 4),
+      grouped({"walk_k3_pad2", 2, 6, 7, 8, 6, 3, 3, 1, 1, 2, 2}, 6, Activation::Identity, true),
+      grouped({"walk_segments", 1, 3, 48, 40, 3, 3, 3, 1, 1, 1, 1}, 3),
+  };
+  for (Backend b : backends())
+    with_backend(b, [&](const auto& space) {
+      using Space = std::decay_t<decltype(space)>;
+      for (ConvCase c : cases)
+        for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+          c.layout = layout;
+          SCOPED_TRACE(c.name + " " + kcnn::to_string(layout) + " " + backend_name(b));
+          check_backward<float, Space>(space, c);
+          check_backward<double, Space>(space, c);
+        }
+    });
+}
+
 // The backward operations of depthwise layers run the depthwise kernels (at unit stride,
-// multiplier 1, the forward one on the rotated filters; else the gather kernel); other
-// grouped layers, and ungrouped ones with C = 1, none of them.
+// multiplier 1, the forward one on the rotated filters; at stride 2 or with a multiplier
+// the data walk kernel; else the gather kernel); other grouped layers, and ungrouped ones
+// with C = 1, none of them.
 TEST(Conv2dGroupsBackward, DepthwiseLayersRunTheDepthwiseKernels) {
   using Space = Kokkos::DefaultExecutionSpace;
   const Space space;
@@ -234,8 +264,10 @@ TEST(Conv2dGroupsBackward, DepthwiseLayersRunTheDepthwiseKernels) {
       {grouped({"depthwise", 2, 8, 9, 10, 8, 3, 3, 1, 1, 1, 1}, 8), "kcnn::conv2d::depthwise",
        true},
       {grouped({"depthwise_stride2", 2, 8, 9, 10, 8, 3, 3, 2, 2, 1, 1}, 8),
-       "kcnn::conv2d_backward_data::depthwise", true},
+       "kcnn::conv2d_backward_data::depthwise_walk", true},
       {grouped({"multiplier2", 2, 4, 9, 10, 8, 3, 3, 1, 1, 1, 1}, 4),
+       "kcnn::conv2d_backward_data::depthwise_walk", true},
+      {grouped({"depthwise_stride3", 2, 8, 10, 11, 8, 3, 3, 3, 3, 1, 1}, 8),
        "kcnn::conv2d_backward_data::depthwise", true},
       {grouped({"grouped", 2, 8, 9, 10, 8, 3, 3, 1, 1, 1, 1}, 4), nullptr, false},
       {grouped({"ungrouped_c1", 2, 1, 9, 10, 8, 3, 3, 1, 1, 1, 1}, 1), nullptr, false},
@@ -255,7 +287,8 @@ TEST(Conv2dGroupsBackward, DepthwiseLayersRunTheDepthwiseKernels) {
         kcnn::conv2d_backward_data(space, dy, in.w, dx, c.params());
         space.fence();
         EXPECT_EQ(launched.saw("kcnn::conv2d::depthwise") ||
-                      launched.saw("kcnn::conv2d_backward_data::depthwise"),
+                      launched.saw("kcnn::conv2d_backward_data::depthwise") ||
+                      launched.saw("kcnn::conv2d_backward_data::depthwise_walk"),
                   e.data_kernel != nullptr);
         if (e.data_kernel) {
           EXPECT_TRUE(launched.saw(e.data_kernel)) << e.data_kernel;
@@ -265,7 +298,9 @@ TEST(Conv2dGroupsBackward, DepthwiseLayersRunTheDepthwiseKernels) {
         LaunchedKernels launched;
         kcnn::conv2d_backward_weights(space, in.x, dy, dw, c.params());
         space.fence();
-        EXPECT_EQ(launched.saw("kcnn::conv2d_backward_weights::depthwise"), e.weights_kernel);
+        EXPECT_EQ(launched.saw("kcnn::conv2d_backward_weights::depthwise") ||
+                      launched.saw("kcnn::conv2d_backward_weights::depthwise_walk"),
+                  e.weights_kernel);
       }
     }
 }
