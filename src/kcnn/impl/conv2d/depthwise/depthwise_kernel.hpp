@@ -1,22 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /// \file impl/conv2d/depthwise/depthwise_kernel.hpp
-/// \brief ConvAlgo::Depthwise on GPUs: a grouped convolution with one input channel per
-///        group (groups = C, M = k C: output channel m reads input channel m / k) as the
-///        memory-bound stencil it is. No reduction over channels: every output is R x S
-///        multiply-adds of one input plane, so the kernel's cost is moving x and y. (The
-///        CPU kernels: depthwise_host_kernel.hpp.)
+/// \brief ConvAlgo::Depthwise on GPUs: a grouped convolution with one input
+/// channel per
+///        group (groups = C, M = k C: output channel m reads input channel m /
+///        k) as the memory-bound stencil it is. No reduction over channels:
+///        every output is R x S multiply-adds of one input plane, so the
+///        kernel's cost is moving x and y. (The CPU kernels:
+///        depthwise_host_kernel.hpp.)
 ///
-/// A work item computes `Cols` outputs along a row (q0 .. q0 + Cols - 1) for `Lanes`
-/// consecutive output channels, in float (the accumulator type), then adds the bias,
-/// applies the activation and stores them. The items are ordered so that neighbouring
-/// threads touch neighbouring addresses: NHWC items walk the channels fastest (Lanes
-/// adjacent channels, one 16-byte access for float with Lanes = 4 and multiplier 1),
-/// NCHW items the column blocks (Cols adjacent outputs, one 16-byte store). A tap's
-/// input values are read by the neighbouring items too, from the L1 cache: DRAM sees x
-/// and y about once.
+/// A work item computes `Cols` outputs along a row (q0 .. q0 + Cols - 1) for
+/// `Lanes` consecutive output channels, in float (the accumulator type), then
+/// adds the bias, applies the activation and stores them. The items are ordered
+/// so that neighbouring threads touch neighbouring addresses: NHWC items walk
+/// the channels fastest (Lanes adjacent channels, one 16-byte access for float
+/// with Lanes = 4 and multiplier 1), NCHW items the column blocks (Cols
+/// adjacent outputs, one 16-byte store). A tap's input values are read by the
+/// neighbouring items too, from the L1 cache: DRAM sees x and y about once.
 ///
-/// Filter extents 3, 5 and 7 are unrolled at compile time (Taps); 0 takes R and S at
-/// run time.
+/// Filter extents 3, 5 and 7 are unrolled at compile time (Taps); 0 takes R and
+/// S at run time.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -33,9 +35,10 @@
 
 namespace kcnn::Impl {
 
-/// Taps: 3, 5, 7 (R = S = Taps at compile time) or 0 (R, S at run time). Cols, Lanes:
-/// the work item. Vector: x's and y's Lanes channels (NHWC, multiplier 1) or y's Cols
-/// columns (NCHW) are one aligned vector (checked by the launch).
+/// Taps: 3, 5, 7 (R = S = Taps at compile time) or 0 (R, S at run time). Cols,
+/// Lanes: the work item. Vector: x's and y's Lanes channels (NHWC, multiplier
+/// 1) or y's Cols columns (NCHW) are one aligned vector (checked by the
+/// launch).
 template <Layout L, int Taps, int Cols, int Lanes, bool Vector, class T_, class Y_>
 struct DepthwiseKernel : DepthwiseArgs<T_, Y_> {
   using Base = DepthwiseArgs<T_, Y_>;
@@ -88,7 +91,8 @@ struct DepthwiseKernel : DepthwiseArgs<T_, Y_> {
           const std::int64_t col = (q0 + o) * stride_w - pad_w + std::int64_t(s) * dilation_w;
           if (col < 0 || col >= W || q0 + o >= Q) continue;
           const T* xp = x + n * xs.n + h * xs.h + col * xs.w;
-          if constexpr (VectorX) {  // the Lanes channels m0 .. m0 + 3 (multiplier 1)
+          if constexpr (VectorX) {  // the Lanes channels m0 .. m0 + 3
+                                    // (multiplier 1)
             const auto v = *reinterpret_cast<const AlignedVec<T, Lanes>*>(xp + m0);
             for (int l = 0; l < Lanes; ++l)
               acc[l][o] += wv[l] * Acc(v.v[l]);
@@ -140,14 +144,19 @@ struct DepthwiseKernel : DepthwiseArgs<T_, Y_> {
   }
 };
 
-/// GPUs, the common layers (square 3x3, 5x5, 7x7 filters, stride 1 or 2, no dilation): a
-/// work item computes Rows outputs down one column (p0 .. p0 + Rows - 1 at q) for Lanes
-/// channels. It reads the (Rows - 1) Stride + Taps input rows of its window once, each
-/// value feeding every output whose window holds it (7 rows of a 3x3 stride-1 layer: 27
-/// loads instead of 63), with its Taps^2 x Lanes weights in registers. Neighbouring
-/// threads take neighbouring addresses: NHWC the next channels (Lanes = 4, multiplier 1:
-/// one 16-byte load or store; Lanes = 1 otherwise), NCHW the next column (Lanes = 1).
-template <Layout L, int Taps, int Stride, int Rows, int Lanes, class T_, class Y_>
+/// GPUs, the common layers (square 3x3, 5x5, 7x7 filters, stride 1 or 2, no
+/// dilation): a work item computes Rows x Cols outputs (rows p0 .. p0 + Rows -
+/// 1, columns q0 .. q0 + Cols - 1) for Lanes channels. It reads the ((Rows - 1)
+/// Stride + Taps) x ((Cols - 1) Stride + Taps) input window once, each value
+/// feeding every output whose window holds it (7 x 1 outputs of a 3x3 stride-1
+/// layer: 27 loads instead of 63; 7 x 2: 36 instead of 126), with its Taps^2 x
+/// Lanes weights in registers. Neighbouring threads take neighbouring
+/// addresses: NHWC the next channels (Lanes = 4, multiplier 1: one 16-byte load
+/// or store; Lanes = 1 otherwise), NCHW the next column block (Lanes = 1). The
+/// kernel is bound by its instructions as much as by memory (ncu, session 37),
+/// so the offsets within an image are 32-bit (strip_offsets_fit) and the bounds
+/// tests once a row and once a column of the window.
+template <Layout L, int Taps, int Stride, int Rows, int Cols, int Lanes, class T_, class Y_>
 struct DepthwiseStripKernel : DepthwiseArgs<T_, Y_> {
   using Base = DepthwiseArgs<T_, Y_>;
   using Base::N, Base::H, Base::W, Base::M, Base::P, Base::Q, Base::multiplier, Base::activation;
@@ -159,40 +168,43 @@ struct DepthwiseStripKernel : DepthwiseArgs<T_, Y_> {
   static_assert(Lanes == 1 || (L == Layout::NHWC && Lanes == 4),
                 "vectors are four NHWC channels (multiplier 1)");
   static constexpr int window_rows = (Rows - 1) * Stride + Taps;
+  static constexpr int window_cols = (Cols - 1) * Stride + Taps;
 
-  std::int64_t row_blocks, lane_blocks;
-
+  std::int64_t row_blocks, col_blocks, lane_blocks;
   bool index32 = false;  ///< items() < 2^31: the item's place in 32-bit divisions
+  int xh = 0, xw = 0, yh = 0,
+      yw = 0;  ///< x's and y's row and column strides (fit int)
 
-  std::int64_t items() const { return N * row_blocks * Q * lane_blocks; }
+  std::int64_t items() const { return N * row_blocks * col_blocks * lane_blocks; }
 
-  /// The item's (n, row block, column, lane block): NHWC channels fastest, then columns;
-  /// NCHW columns fastest. In Index arithmetic (a 64-bit division costs several times a
-  /// 32-bit one, and the kernel is bound by its instructions: ncu, session 37).
+  /// The item's (n, row block, column block, lane block): NHWC channels
+  /// fastest, then columns; NCHW columns fastest. In Index arithmetic (a 64-bit
+  /// division costs several times a 32-bit one).
   template <class Index>
-  KOKKOS_INLINE_FUNCTION void locate(Index rest, std::int64_t& n, std::int64_t& pb, std::int64_t& q,
-                                     std::int64_t& mb) const {
-    const auto lanes = static_cast<Index>(lane_blocks), cols = static_cast<Index>(Q),
+  KOKKOS_INLINE_FUNCTION void locate(Index rest, std::int64_t& n, std::int64_t& pb,
+                                     std::int64_t& qb, std::int64_t& mb) const {
+    const auto lanes = static_cast<Index>(lane_blocks), cols = static_cast<Index>(col_blocks),
                rows = static_cast<Index>(row_blocks);
     if constexpr (L == Layout::NHWC) {
       mb = rest % lanes, rest /= lanes;
-      q = rest % cols, rest /= cols;
+      qb = rest % cols, rest /= cols;
       pb = rest % rows, n = rest / rows;
     } else {
-      q = rest % cols, rest /= cols;
+      qb = rest % cols, rest /= cols;
       pb = rest % rows, rest /= rows;
       mb = rest % lanes, n = rest / lanes;
     }
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i) const {
-    std::int64_t n, pb, q, mb;
+    std::int64_t n, pb, qb, mb;
     if (index32) {
-      locate(static_cast<unsigned>(i), n, pb, q, mb);
+      locate(static_cast<unsigned>(i), n, pb, qb, mb);
     } else {
-      locate(i, n, pb, q, mb);
+      locate(i, n, pb, qb, mb);
     }
-    const std::int64_t m0 = mb * Lanes, p0 = pb * Rows;
+    const std::int64_t m0 = mb * Lanes;
+    const int p0 = static_cast<int>(pb) * Rows, q0 = static_cast<int>(qb) * Cols;
     Acc wr[Taps][Taps][Lanes];
     KCNN_DEVICE_UNROLL
     for (int r = 0; r < Taps; ++r)
@@ -201,27 +213,34 @@ struct DepthwiseStripKernel : DepthwiseArgs<T_, Y_> {
       KCNN_DEVICE_UNROLL
     for (int l = 0; l < Lanes; ++l)
       wr[r][s][l] = m0 + l < M ? Acc(w[(m0 + l) * ws.n + r * ws.h + s * ws.w]) : Acc(0);
-    // Lanes = 4: x's channels m0 .. m0 + 3 (multiplier 1); else channel m0 / multiplier
-    // (no 64-bit division for the common multiplier 1).
+    // Lanes = 4: x's channels m0 .. m0 + 3 (multiplier 1); else channel m0 /
+    // multiplier (no 64-bit division for the common multiplier 1).
     const std::int64_t c = Lanes == 4 || multiplier == 1 ? m0 : m0 / multiplier;
-    const T* const xn = x + n * xs.n + c * xs.c;
-    Acc acc[Rows][Lanes];
+    const int h0 = p0 * Stride - pad_h, w0 = q0 * Stride - pad_w;
+    // The window's origin (it may lie outside x; only the values inside are
+    // read).
+    const T* const xo = x + n * xs.n + c * xs.c + std::int64_t(h0) * xh + std::int64_t(w0) * xw;
+    bool col_inside[window_cols];
+    KCNN_DEVICE_UNROLL
+    for (int j = 0; j < window_cols; ++j)
+      col_inside[j] = static_cast<unsigned>(w0 + j) < static_cast<unsigned>(W);
+    Acc acc[Rows][Cols][Lanes];
     KCNN_DEVICE_UNROLL
     for (int o = 0; o < Rows; ++o)
       KCNN_DEVICE_UNROLL
+    for (int cc = 0; cc < Cols; ++cc)
+      KCNN_DEVICE_UNROLL
     for (int l = 0; l < Lanes; ++l)
-      acc[o][l] = 0;
-    const std::int64_t h0 = p0 * Stride - pad_h, w0 = q * Stride - pad_w;
+      acc[o][cc][l] = 0;
     KCNN_DEVICE_UNROLL
     for (int k = 0; k < window_rows; ++k) {
-      const std::int64_t h = h0 + k;
-      const bool row_inside = h >= 0 && h < H;
+      const bool row_inside = static_cast<unsigned>(h0 + k) < static_cast<unsigned>(H);
+      const T* const xrow = xo + k * xh;
       KCNN_DEVICE_UNROLL
-      for (int s = 0; s < Taps; ++s) {
-        const std::int64_t col = w0 + s;
+      for (int j = 0; j < window_cols; ++j) {
         Acc v[Lanes];
-        if (row_inside && col >= 0 && col < W) {
-          const T* const xp = xn + h * xs.h + col * xs.w;
+        if (row_inside && col_inside[j]) {
+          const T* const xp = xrow + j * xw;
           if constexpr (Lanes == 4) {
             const auto vec = *reinterpret_cast<const AlignedVec<T, 4>*>(xp);
             KCNN_DEVICE_UNROLL
@@ -235,14 +254,19 @@ struct DepthwiseStripKernel : DepthwiseArgs<T_, Y_> {
           for (int l = 0; l < Lanes; ++l)
             v[l] = 0;
         }
-        // Output o's tap r reads window row o Stride + r.
+        // Output (o, cc)'s tap (r, s) reads window row o Stride + r, column cc
+        // Stride + s.
         KCNN_DEVICE_UNROLL
         for (int o = 0; o < Rows; ++o) {
           const int r = k - o * Stride;
-          if (r >= 0 && r < Taps) {
+          if (r < 0 || r >= Taps) continue;
+          KCNN_DEVICE_UNROLL
+          for (int cc = 0; cc < Cols; ++cc) {
+            const int s = j - cc * Stride;
+            if (s < 0 || s >= Taps) continue;
             KCNN_DEVICE_UNROLL
             for (int l = 0; l < Lanes; ++l)
-              acc[o][l] += wr[r][s][l] * v[l];
+              acc[o][cc][l] += wr[r][s][l] * v[l];
           }
         }
       }
@@ -252,21 +276,27 @@ struct DepthwiseStripKernel : DepthwiseArgs<T_, Y_> {
       const Acc b = bias && m0 + l < M ? Acc(bias[(m0 + l) * bias_stride]) : Acc(0);
       KCNN_DEVICE_UNROLL
       for (int o = 0; o < Rows; ++o)
-        acc[o][l] = apply_activation(activation, acc[o][l] + b);
+        KCNN_DEVICE_UNROLL
+      for (int cc = 0; cc < Cols; ++cc)
+        acc[o][cc][l] = apply_activation(activation, acc[o][cc][l] + b);
     }
-    Y* const yq = y + n * ys.n + q * ys.w + m0 * ys.c;
+    Y* const yo = y + n * ys.n + m0 * ys.c + std::int64_t(p0) * yh + std::int64_t(q0) * yw;
     KCNN_DEVICE_UNROLL
     for (int o = 0; o < Rows; ++o) {
       if (p0 + o >= P) break;
-      Y* const yp = yq + (p0 + o) * ys.h;
-      if constexpr (Lanes == 4) {
-        AlignedVec<Y, 4> vec;
-        KCNN_DEVICE_UNROLL
-        for (int l = 0; l < 4; ++l)
-          vec.v[l] = from_compute<Y>(acc[o][l]);
-        *reinterpret_cast<AlignedVec<Y, 4>*>(yp) = vec;
-      } else {
-        if (m0 < M) *yp = from_compute<Y>(acc[o][0]);
+      KCNN_DEVICE_UNROLL
+      for (int cc = 0; cc < Cols; ++cc) {
+        if (q0 + cc >= Q) break;
+        Y* const yp = yo + o * yh + cc * yw;
+        if constexpr (Lanes == 4) {
+          AlignedVec<Y, 4> vec;
+          KCNN_DEVICE_UNROLL
+          for (int l = 0; l < 4; ++l)
+            vec.v[l] = from_compute<Y>(acc[o][cc][l]);
+          *reinterpret_cast<AlignedVec<Y, 4>*>(yp) = vec;
+        } else {
+          if (m0 < M) *yp = from_compute<Y>(acc[o][cc][0]);
+        }
       }
     }
   }
