@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /// \file impl/conv2d/depthwise/depthwise.hpp
-/// \brief ConvAlgo::Depthwise's planning and launch: which layers it computes
-/// (groups =
-///        C, M = k C), the work item per backend and the vector accesses the
-///        tensors allow (GPUs: depthwise_kernel.hpp; CPUs:
-///        depthwise_host_kernel.hpp).
+/// \brief ConvAlgo::Depthwise's planning and launch: which layers it computes (groups =
+///        C, M = k C), the work item per backend and the vector accesses the tensors
+///        allow (GPUs: depthwise_kernel.hpp; CPUs: depthwise_host_kernel.hpp).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -28,14 +26,13 @@
 
 namespace kcnn::Impl {
 
-/// Why ConvAlgo::Depthwise cannot compute pb, or nothing: it computes depthwise
-/// layers, one input channel per group (groups = C) and M a multiple of C
-/// (channel multiplier M / C), any filter, stride, padding and dilation.
+/// Why ConvAlgo::Depthwise cannot compute pb, or nothing: it computes depthwise layers,
+/// one input channel per group (groups = C) and M a multiple of C (channel multiplier
+/// M / C), any filter, stride, padding and dilation.
 inline std::optional<std::string> depthwise_reason(const Conv2dProblem& pb) {
   if (!pb.depthwise())
     return msg(
-        "ConvAlgo::Depthwise computes depthwise layers only (groups = C "
-        "and M a multiple "
+        "ConvAlgo::Depthwise computes depthwise layers only (groups = C and M a multiple "
         "of C); this one has C=",
         pb.C, ", M=", pb.M, ", groups=", pb.groups);
   return {};
@@ -47,14 +44,13 @@ template <class T>
 bool aligned_to(const T* p, std::size_t bytes) {
   return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
 }
-/// Whether vectors of k elements along the channels (NHWC) that start at a
-/// channel multiple of k are aligned to k elements wherever the base pointer
-/// is: channels contiguous, every other stride a multiple of k.
+/// Whether vectors of k elements along the channels (NHWC) that start at a channel
+/// multiple of k are aligned to k elements wherever the base pointer is: channels
+/// contiguous, every other stride a multiple of k.
 inline bool channel_vectors_aligned(const LogicalStrides& s, std::int64_t k) {
   return s.c == 1 && s.n % k == 0 && s.h % k == 0 && s.w % k == 0;
 }
-/// The same for vectors along the columns (NCHW) starting at a column multiple
-/// of k.
+/// The same for vectors along the columns (NCHW) starting at a column multiple of k.
 inline bool column_vectors_aligned(const LogicalStrides& s, std::int64_t k) {
   return s.w == 1 && s.n % k == 0 && s.c % k == 0 && s.h % k == 0;
 }
@@ -69,9 +65,9 @@ void launch(const ExecSpace& space, const DepthwiseArgs<T, Y>& args) {
   Kokkos::parallel_for("kcnn::conv2d::depthwise", Policy(space, 0, k.items()), k);
 }
 
-/// DepthwiseStripKernel with Taps x Taps filters at stride Stride, Rows = 7
-/// (the CNN extents 112, 56, 28, 14, 7 are multiples of it; 7 rows of a 3x3
-/// layer: 27 loads).
+/// DepthwiseStripKernel with Taps x Taps filters at stride Stride, Rows = 7 (the CNN
+/// extents 112, 56, 28, 14, 7 are multiples of it; 7 rows of a 3x3 layer: 27 loads) and
+/// Cols columns.
 template <Layout L, int Taps, int Stride, int Lanes, int Cols, class ExecSpace, class T, class Y>
 void launch_strip(const ExecSpace& space, const DepthwiseArgs<T, Y>& args) {
   constexpr int Rows = 7;
@@ -87,8 +83,8 @@ void launch_strip(const ExecSpace& space, const DepthwiseArgs<T, Y>& args) {
   Kokkos::parallel_for("kcnn::conv2d::depthwise", Policy(space, 0, k.items()), k);
 }
 
-/// Whether the offsets DepthwiseStripKernel forms within an image (x's window
-/// rows and columns, padding included; y's outputs) fit int.
+/// Whether the offsets DepthwiseStripKernel forms within an image (x's window rows and
+/// columns, padding included; y's outputs) fit int.
 inline bool strip_offsets_fit(const Conv2dProblem& pb, const LogicalStrides& xs,
                               const LogicalStrides& ys) {
   const std::int64_t limit = std::int64_t(1) << 30;
@@ -98,22 +94,21 @@ inline bool strip_offsets_fit(const Conv2dProblem& pb, const LogicalStrides& xs,
          xs.h < limit / rows && xs.w < limit / cols && ys.h < limit / rows && ys.w < limit / cols;
 }
 
-/// Whether DepthwiseStripKernel computes pb with Lanes channels an item: square
-/// 3x3, 5x5 or 7x7 filters, stride 1 or 2 in both directions, no dilation. 4
-/// channels only with 3x3: on an H200 (session 40, N = 64, NHWC) 4 channels
-/// took the 128-channel 56x56 layer from 0.140 to 0.123 ms, but the 256-channel
-/// 28x28 5x5 one from 0.129 to 0.178 ms (100 weights in registers), and 7x7
-/// would hold 196.
+/// Whether DepthwiseStripKernel computes pb with Lanes channels an item: square 3x3,
+/// 5x5 or 7x7 filters, stride 1 or 2 in both directions, no dilation. 4 channels only
+/// with 3x3: on an H200 (session 40, N = 64, NHWC) 4 channels took the 128-channel 56x56
+/// layer from 0.140 to 0.123 ms, but the 256-channel 28x28 5x5 one from 0.129 to 0.178 ms
+/// (100 weights in registers), and 7x7 would hold 196.
 inline bool strip_takes(const Conv2dProblem& pb, int lanes) {
   const bool taps = pb.R == pb.S && (pb.R == 3 || (lanes == 1 && (pb.R == 5 || pb.R == 7)));
   return taps && pb.dilation_h == 1 && pb.dilation_w == 1 && pb.stride_h == pb.stride_w &&
          (pb.stride_h == 1 || pb.stride_h == 2);
 }
 
-/// launch_strip with pb's filter extent and stride (strip_takes holds). NCHW
-/// items of 2 columns where Q >= 28: on an H200 (session 40, N = 64, 3x3) 0.105
-/// -> 0.091 ms at 128 channels 56x56, 0.057 -> 0.056 at 256 28x28, but 0.034 ->
-/// 0.042 at 512 14x14 (4 columns: 0.153 / 0.101 / 0.066).
+/// launch_strip with pb's filter extent and stride (strip_takes holds). NCHW items of 2
+/// columns where Q >= 28: on an H200 (session 40, N = 64, 3x3) 0.105 -> 0.091 ms at 128
+/// channels 56x56, 0.057 -> 0.056 at 256 28x28, but 0.034 -> 0.042 at 512 14x14 (4
+/// columns: 0.153 / 0.101 / 0.066).
 template <Layout L, int Lanes, class ExecSpace, class T, class Y>
 void launch_strip_for(const ExecSpace& space, const Conv2dProblem& pb,
                       const DepthwiseArgs<T, Y>& args) {
@@ -165,19 +160,18 @@ void launch_host_taps(const ExecSpace& space, const Conv2dProblem& pb,
 }  // namespace depthwise_detail
 
 /// Runs ConvAlgo::Depthwise on operands `op` of depthwise problem pb (unpooled;
-/// depthwise_reason holds). No workspace. Also conv2d_backward_data's kernel at
-/// unit stride (on dy, the filters read backwards): a prebuilt instance
+/// depthwise_reason holds). No workspace. Also conv2d_backward_data's kernel at unit
+/// stride (on dy, the filters read backwards): a prebuilt instance
 /// (conv2d/prebuilt_instances.hpp) for Y = T.
 ///
-/// Work items (depthwise_kernel.hpp): GPUs, square 3x3, 5x5, 7x7 filters at
-/// stride 1 or 2 without dilation, 7 outputs down a column
-/// (DepthwiseStripKernel) of 4 NHWC channels (one 16-byte access where
-/// multiplier 1, C a multiple of 4 and the tensors aligned) or of one channel;
-/// other geometries NHWC 4 channels x 2 columns, NCHW 1 channel x 4 columns
-/// (one 16-byte store where Q is a multiple of 4), R and S at run time; CPUs
-/// (depthwise_host_kernel.hpp) NCHW an output row (DepthwiseHostRowKernel),
-/// NHWC 8 rows of 128 float channels (DepthwiseHostPixelKernel, 4 columns x 16
-/// channels of accumulators in registers), the interior columns unchecked.
+/// Work items (depthwise_kernel.hpp): GPUs, square 3x3, 5x5, 7x7 filters at stride 1 or
+/// 2 without dilation, 7 outputs down a column (DepthwiseStripKernel) of 4 NHWC channels
+/// (one 16-byte access where multiplier 1, C a multiple of 4 and the tensors aligned) or
+/// of one channel; other geometries NHWC 4 channels x 2 columns, NCHW 1 channel x 4
+/// columns (one 16-byte store where Q is a multiple of 4), R and S at run time;
+/// CPUs (depthwise_host_kernel.hpp) NCHW an output row (DepthwiseHostRowKernel), NHWC 8
+/// rows of 128 float channels (DepthwiseHostPixelKernel, 4 columns x 16 channels of
+/// accumulators in registers), the interior columns unchecked.
 template <class ExecSpace, class T, class Y>
 void conv2d_depthwise_run(const ExecSpace& space, const DepthwiseOperands<T, Y>& op,
                           const Conv2dProblem& pb) {
@@ -217,8 +211,8 @@ void conv2d_depthwise_run(const ExecSpace& space, const DepthwiseOperands<T, Y>&
   }
 }
 
-/// Runs (LaunchMode::Run) or checks ConvAlgo::Depthwise on kernel Views of
-/// validated problem pb (unpooled: dispatch.hpp pools). No workspace.
+/// Runs (LaunchMode::Run) or checks ConvAlgo::Depthwise on kernel Views of validated
+/// problem pb (unpooled: dispatch.hpp pools). No workspace.
 template <class ExecSpace, class XView, class WView, class BView, class YView>
 std::size_t conv2d_depthwise(const ExecSpace& space, const XView& x, const WView& w,
                              const BView& bias, const YView& y, const Conv2dProblem& pb,

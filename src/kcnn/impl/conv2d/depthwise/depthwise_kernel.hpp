@@ -1,24 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 /// \file impl/conv2d/depthwise/depthwise_kernel.hpp
-/// \brief ConvAlgo::Depthwise on GPUs: a grouped convolution with one input
-/// channel per
-///        group (groups = C, M = k C: output channel m reads input channel m /
-///        k) as the memory-bound stencil it is. No reduction over channels:
-///        every output is R x S multiply-adds of one input plane, so the
-///        kernel's cost is moving x and y. (The CPU kernels:
-///        depthwise_host_kernel.hpp.)
+/// \brief ConvAlgo::Depthwise on GPUs: a grouped convolution with one input channel per
+///        group (groups = C, M = k C: output channel m reads input channel m / k) as the
+///        memory-bound stencil it is. No reduction over channels: every output is R x S
+///        multiply-adds of one input plane, so the kernel's cost is moving x and y. (The
+///        CPU kernels: depthwise_host_kernel.hpp.)
 ///
-/// A work item computes `Cols` outputs along a row (q0 .. q0 + Cols - 1) for
-/// `Lanes` consecutive output channels, in float (the accumulator type), then
-/// adds the bias, applies the activation and stores them. The items are ordered
-/// so that neighbouring threads touch neighbouring addresses: NHWC items walk
-/// the channels fastest (Lanes adjacent channels, one 16-byte access for float
-/// with Lanes = 4 and multiplier 1), NCHW items the column blocks (Cols
-/// adjacent outputs, one 16-byte store). A tap's input values are read by the
-/// neighbouring items too, from the L1 cache: DRAM sees x and y about once.
+/// A work item computes `Cols` outputs along a row (q0 .. q0 + Cols - 1) for `Lanes`
+/// consecutive output channels, in float (the accumulator type), then adds the bias,
+/// applies the activation and stores them. The items are ordered so that neighbouring
+/// threads touch neighbouring addresses: NHWC items walk the channels fastest (Lanes
+/// adjacent channels, one 16-byte access for float with Lanes = 4 and multiplier 1),
+/// NCHW items the column blocks (Cols adjacent outputs, one 16-byte store). A tap's
+/// input values are read by the neighbouring items too, from the L1 cache: DRAM sees x
+/// and y about once.
 ///
-/// Filter extents 3, 5 and 7 are unrolled at compile time (Taps); 0 takes R and
-/// S at run time.
+/// Filter extents 3, 5 and 7 are unrolled at compile time (Taps); 0 takes R and S at
+/// run time.
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -35,10 +33,9 @@
 
 namespace kcnn::Impl {
 
-/// Taps: 3, 5, 7 (R = S = Taps at compile time) or 0 (R, S at run time). Cols,
-/// Lanes: the work item. Vector: x's and y's Lanes channels (NHWC, multiplier
-/// 1) or y's Cols columns (NCHW) are one aligned vector (checked by the
-/// launch).
+/// Taps: 3, 5, 7 (R = S = Taps at compile time) or 0 (R, S at run time). Cols, Lanes:
+/// the work item. Vector: x's and y's Lanes channels (NHWC, multiplier 1) or y's Cols
+/// columns (NCHW) are one aligned vector (checked by the launch).
 template <Layout L, int Taps, int Cols, int Lanes, bool Vector, class T_, class Y_>
 struct DepthwiseKernel : DepthwiseArgs<T_, Y_> {
   using Base = DepthwiseArgs<T_, Y_>;
@@ -91,8 +88,7 @@ struct DepthwiseKernel : DepthwiseArgs<T_, Y_> {
           const std::int64_t col = (q0 + o) * stride_w - pad_w + std::int64_t(s) * dilation_w;
           if (col < 0 || col >= W || q0 + o >= Q) continue;
           const T* xp = x + n * xs.n + h * xs.h + col * xs.w;
-          if constexpr (VectorX) {  // the Lanes channels m0 .. m0 + 3
-                                    // (multiplier 1)
+          if constexpr (VectorX) {  // the Lanes channels m0 .. m0 + 3 (multiplier 1)
             const auto v = *reinterpret_cast<const AlignedVec<T, Lanes>*>(xp + m0);
             for (int l = 0; l < Lanes; ++l)
               acc[l][o] += wv[l] * Acc(v.v[l]);
@@ -144,18 +140,17 @@ struct DepthwiseKernel : DepthwiseArgs<T_, Y_> {
   }
 };
 
-/// GPUs, the common layers (square 3x3, 5x5, 7x7 filters, stride 1 or 2, no
-/// dilation): a work item computes Rows x Cols outputs (rows p0 .. p0 + Rows -
-/// 1, columns q0 .. q0 + Cols - 1) for Lanes channels. It reads the ((Rows - 1)
-/// Stride + Taps) x ((Cols - 1) Stride + Taps) input window once, each value
-/// feeding every output whose window holds it (7 x 1 outputs of a 3x3 stride-1
-/// layer: 27 loads instead of 63; 7 x 2: 36 instead of 126), with its Taps^2 x
-/// Lanes weights in registers. Neighbouring threads take neighbouring
-/// addresses: NHWC the next channels (Lanes = 4, multiplier 1: one 16-byte load
-/// or store; Lanes = 1 otherwise), NCHW the next column block (Lanes = 1). The
-/// kernel is bound by its instructions as much as by memory (ncu, session 37),
-/// so the offsets within an image are 32-bit (strip_offsets_fit) and the bounds
-/// tests once a row and once a column of the window.
+/// GPUs, the common layers (square 3x3, 5x5, 7x7 filters, stride 1 or 2, no dilation): a
+/// work item computes Rows x Cols outputs (rows p0 .. p0 + Rows - 1, columns q0 .. q0 +
+/// Cols - 1) for Lanes channels. It reads the ((Rows - 1) Stride + Taps) x ((Cols - 1)
+/// Stride + Taps) input window once, each value feeding every output whose window holds
+/// it (7 x 1 outputs of a 3x3 stride-1 layer: 27 loads instead of 63; 7 x 2: 36 instead
+/// of 126), with its Taps^2 x Lanes weights in registers. Neighbouring threads take
+/// neighbouring addresses: NHWC the next channels (Lanes = 4, multiplier 1: one 16-byte
+/// load or store; Lanes = 1 otherwise), NCHW the next column block (Lanes = 1). The
+/// kernel is bound by its instructions as much as by memory (ncu, session 37), so the
+/// offsets within an image are 32-bit (strip_offsets_fit) and the bounds tests once a
+/// row and once a column of the window.
 template <Layout L, int Taps, int Stride, int Rows, int Cols, int Lanes, class T_, class Y_>
 struct DepthwiseStripKernel : DepthwiseArgs<T_, Y_> {
   using Base = DepthwiseArgs<T_, Y_>;
@@ -172,14 +167,14 @@ struct DepthwiseStripKernel : DepthwiseArgs<T_, Y_> {
 
   std::int64_t row_blocks, col_blocks, lane_blocks;
   bool index32 = false;  ///< items() < 2^31: the item's place in 32-bit divisions
-  int xh = 0, xw = 0, yh = 0,
-      yw = 0;  ///< x's and y's row and column strides (fit int)
+  int xh = 0, xw = 0;    ///< x's row and column strides (fit int: strip_offsets_fit)
+  int yh = 0, yw = 0;    ///< y's
 
   std::int64_t items() const { return N * row_blocks * col_blocks * lane_blocks; }
 
-  /// The item's (n, row block, column block, lane block): NHWC channels
-  /// fastest, then columns; NCHW columns fastest. In Index arithmetic (a 64-bit
-  /// division costs several times a 32-bit one).
+  /// The item's (n, row block, column block, lane block): NHWC channels fastest, then
+  /// columns; NCHW columns fastest. In Index arithmetic (a 64-bit division costs several
+  /// times a 32-bit one, and the kernel is bound by its instructions: ncu, session 37).
   template <class Index>
   KOKKOS_INLINE_FUNCTION void locate(Index rest, std::int64_t& n, std::int64_t& pb,
                                      std::int64_t& qb, std::int64_t& mb) const {
@@ -213,12 +208,11 @@ struct DepthwiseStripKernel : DepthwiseArgs<T_, Y_> {
       KCNN_DEVICE_UNROLL
     for (int l = 0; l < Lanes; ++l)
       wr[r][s][l] = m0 + l < M ? Acc(w[(m0 + l) * ws.n + r * ws.h + s * ws.w]) : Acc(0);
-    // Lanes = 4: x's channels m0 .. m0 + 3 (multiplier 1); else channel m0 /
-    // multiplier (no 64-bit division for the common multiplier 1).
+    // Lanes = 4: x's channels m0 .. m0 + 3 (multiplier 1); else channel m0 / multiplier
+    // (no 64-bit division for the common multiplier 1).
     const std::int64_t c = Lanes == 4 || multiplier == 1 ? m0 : m0 / multiplier;
     const int h0 = p0 * Stride - pad_h, w0 = q0 * Stride - pad_w;
-    // The window's origin (it may lie outside x; only the values inside are
-    // read).
+    // The window's origin (it may lie outside x; only the values inside are read).
     const T* const xo = x + n * xs.n + c * xs.c + std::int64_t(h0) * xh + std::int64_t(w0) * xw;
     bool col_inside[window_cols];
     KCNN_DEVICE_UNROLL
@@ -254,8 +248,7 @@ struct DepthwiseStripKernel : DepthwiseArgs<T_, Y_> {
           for (int l = 0; l < Lanes; ++l)
             v[l] = 0;
         }
-        // Output (o, cc)'s tap (r, s) reads window row o Stride + r, column cc
-        // Stride + s.
+        // Output (o, cc)'s tap (r, s) reads window row o Stride + r, column cc Stride + s.
         KCNN_DEVICE_UNROLL
         for (int o = 0; o < Rows; ++o) {
           const int r = k - o * Stride;
