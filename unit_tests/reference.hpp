@@ -17,9 +17,21 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace kcnn_test {
+
+/// ConvAlgo::Grouped's documented workspace: its packed filters, groups x (M/groups
+/// rounded up to 8) x C/groups x R x S accumulators (float for 16-bit tensors), plus 16
+/// bytes.
+template <class T>
+double grouped_workspace_bytes(std::uint64_t groups, std::uint64_t group_C, std::uint64_t group_M,
+                               std::uint64_t R, std::uint64_t S) {
+  using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const double filters = 8.0 * double((group_M + 7) / 8);
+  return double(groups) * filters * double(group_C) * double(R) * double(S) * sizeof(Acc) + 16;
+}
 
 /// One convolution problem, described the way a user would.
 struct ConvCase {

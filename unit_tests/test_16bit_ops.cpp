@@ -50,6 +50,10 @@ std::vector<ConvCase> cases_in_both_layouts() {
     return c;
   };
   shapes.push_back(grouped({"grouped_g2", 2, 8, 7, 9, 6, 3, 3, 1, 1, 1, 1}, 2));
+  // ConvAlgo::Grouped's 16-byte NHWC loads (8 channels a group) and stores (8 filters),
+  // at stride 1 and 2.
+  shapes.push_back(grouped({"grouped_g3_c24", 2, 24, 9, 12, 24, 3, 3, 1, 1, 1, 1}, 3));
+  shapes.push_back(grouped({"grouped_g2_c16_s2", 1, 16, 11, 13, 32, 3, 3, 2, 2, 1, 1}, 2));
   shapes.push_back(grouped({"depthwise_c12", 2, 12, 9, 16, 12, 3, 3, 1, 1, 1, 1}, 12));
   shapes.push_back(grouped({"depthwise_k5_s2_x2", 1, 6, 13, 11, 12, 5, 5, 2, 2, 2, 2}, 6));
   shapes.push_back(grouped({"depthwise_dilated", 1, 4, 12, 12, 4, 3, 3, 1, 1, 2, 2, 2, 2}, 4));
@@ -68,11 +72,12 @@ std::vector<ConvCase> cases_in_both_layouts() {
 
 /// Whether conv2d_forward's `algo` takes case c's 16-bit tensors on Space: every algorithm
 /// for the geometries it takes (algo_takes_geometry), TensorCoreGemm where the backend has
-/// tensor cores.
+/// tensor cores, Grouped where its packed filters fit the workspace budget.
 template <class T, class Space>
 bool takes_16bit(kcnn::ConvAlgo algo, const ConvCase& c, kcnn::MathMode math) {
   if (!algo_takes_geometry(algo, c)) return false;
-  return algo != kcnn::ConvAlgo::TensorCoreGemm || algo_serves<T, Space>(algo, c, math);
+  const bool limited = algo == kcnn::ConvAlgo::TensorCoreGemm || algo == kcnn::ConvAlgo::Grouped;
+  return !limited || algo_serves<T, Space>(algo, c, math);
 }
 
 /// conv2d_forward with algorithm `algo` on T Views of case c: the algorithms that take
@@ -119,9 +124,10 @@ void run_conv_cases() {
       using Space = std::decay_t<decltype(space)>;
       SCOPED_TRACE(backend_name(b));
       for (const auto& c : cases_in_both_layouts())
-        for (auto algo : {kcnn::ConvAlgo::Reference, kcnn::ConvAlgo::Auto, kcnn::ConvAlgo::Tiled,
-                          kcnn::ConvAlgo::Im2colGemm, kcnn::ConvAlgo::ImplicitGemm,
-                          kcnn::ConvAlgo::TensorCoreGemm, kcnn::ConvAlgo::Depthwise})
+        for (auto algo :
+             {kcnn::ConvAlgo::Reference, kcnn::ConvAlgo::Auto, kcnn::ConvAlgo::Tiled,
+              kcnn::ConvAlgo::Im2colGemm, kcnn::ConvAlgo::ImplicitGemm,
+              kcnn::ConvAlgo::TensorCoreGemm, kcnn::ConvAlgo::Depthwise, kcnn::ConvAlgo::Grouped})
           check_conv<T, Space>(space, c, algo);
     });
 }

@@ -70,6 +70,17 @@ std::vector<ConvCase> grouped_cases() {
       grouped({"depthwise_c40_n3", 3, 40, 30, 29, 40, 3, 3, 1, 1, 1, 1}, 40, Activation::Identity,
               true),
       grouped({"depthwise_c5_k5x4", 2, 5, 12, 11, 5, 5, 4, 1, 1, 2, 1}, 5),
+      // ConvAlgo::Grouped: 12 filters a group (a full and a partial block of 8), 8
+      // channels a group (NHWC 16-byte loads; Q a multiple of its 4 columns: NCHW vector
+      // stores), stride 2 with a partial column block, run-time taps with dilation over
+      // 4-channel vectors.
+      grouped({"grouped_c16_m24_q13", 2, 16, 9, 13, 24, 3, 3, 1, 1, 1, 1}, 2, Activation::ReLU,
+              true),
+      grouped({"grouped_c32_m32_q16", 1, 32, 10, 16, 32, 3, 3, 1, 1, 1, 1}, 4, Activation::Identity,
+              true),
+      grouped({"grouped_c24_m18_stride2", 2, 24, 15, 13, 18, 3, 3, 2, 2, 1, 1}, 3),
+      grouped({"grouped_c12_m12_k5_dilation2", 1, 12, 14, 13, 12, 5, 5, 1, 1, 2, 2, 2, 2}, 3,
+              Activation::Sigmoid, true),
   };
 }
 
@@ -434,8 +445,8 @@ TEST(Conv2dGroupsEdges, EmptyBatchWithoutMemoryIsANoOp) {
       }
 }
 
-// Auto runs ConvAlgo::Depthwise's kernel on depthwise layers, and the group-by-group
-// path on the other grouped ones.
+// Auto runs ConvAlgo::Depthwise's kernel on depthwise layers; on the other grouped ones,
+// ConvAlgo::Grouped's kernel on GPUs and the group-by-group path on CPUs.
 TEST(Conv2dGroupsAuto, DepthwiseLayersRunTheDepthwiseKernel) {
   using Space = Kokkos::DefaultExecutionSpace;
   const Space space;
@@ -450,13 +461,56 @@ TEST(Conv2dGroupsAuto, DepthwiseLayersRunTheDepthwiseKernel) {
       Tensor4<float, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
       poison(y);
       const auto algo = kcnn::resolve_conv2d_algo(space, in.x, in.w, y, c.params());
+      const bool gpu = !kcnn::Impl::runs_on_host_v<Space>;
       EXPECT_EQ(algo == ConvAlgo::Depthwise, groups == 8) << kcnn::to_string(algo);
+      EXPECT_EQ(algo == ConvAlgo::Grouped, gpu && groups == 4) << kcnn::to_string(algo);
       LaunchedKernels launched;
       kcnn::conv2d_forward(space, in.x, in.w, y, c.params());
       space.fence();
       EXPECT_EQ(launched.saw("kcnn::conv2d::depthwise"), groups == 8);
+      EXPECT_EQ(launched.saw("kcnn::conv2d::grouped"), gpu && groups == 4);
       EXPECT_LE(relative_error(to_host(y), host_conv2d(c, in.xv, in.wv, {})), tolerance<float>());
     }
+}
+
+// ConvAlgo::Grouped packs the filters into the workspace: a budget below them is refused
+// with the sizes named and nothing written; Auto then runs another algorithm.
+TEST(Conv2dGroupsErrors, GroupedRefusesABudgetBelowItsPackedFilters) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  const Space space;
+  for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+    SCOPED_TRACE(kcnn::to_string(layout));
+    // 2 groups of 12 filters: 2 x 16 packed filters x 4 channels x 9 taps x 4 bytes + 16.
+    ConvCase c = grouped({"budget", 2, 8, 9, 10, 24, 3, 3, 1, 1, 1, 1}, 2);
+    c.layout = layout;
+    c.workspace_limit_bytes = 4623;
+    const RandomConvInputs<float, Space> in(c);
+    const auto ye = c.y_extents();
+    Tensor4<float, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+    poison(y);
+    kcnn::Conv2dParams params = c.params();
+    params.algo = ConvAlgo::Grouped;
+    try {
+      kcnn::conv2d_forward(space, in.x, in.w, y, params);
+      ADD_FAILURE() << "a budget of 4623 bytes was accepted";
+    } catch (const kcnn::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("packed filters take 4624 bytes"), std::string::npos)
+          << e.what();
+    }
+    space.fence();
+    EXPECT_TRUE(all_nan(to_host(y))) << "a refused call wrote y";
+    params.workspace_limit_bytes = 4624;
+    kcnn::conv2d_forward(space, in.x, in.w, y, params);
+    space.fence();
+    EXPECT_LE(relative_error(to_host(y), host_conv2d(c, in.xv, in.wv, {})), tolerance<float>());
+    params.algo = ConvAlgo::Auto;
+    params.workspace_limit_bytes = 4623;
+    poison(y);
+    EXPECT_NE(kcnn::resolve_conv2d_algo(space, in.x, in.w, y, params), ConvAlgo::Grouped);
+    kcnn::conv2d_forward(space, in.x, in.w, y, params);
+    space.fence();
+    EXPECT_LE(relative_error(to_host(y), host_conv2d(c, in.xv, in.wv, {})), tolerance<float>());
+  }
 }
 
 // Every refusal names the values and writes nothing.

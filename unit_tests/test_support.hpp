@@ -116,7 +116,7 @@ constexpr double tolerance() {
 
 /// Whether `algo` computes case c's geometry: ConvAlgo::Winograd takes 3x3, stride-1,
 /// undilated filters only, ConvAlgo::Depthwise one channel per group (groups = C, M a
-/// multiple of C).
+/// multiple of C); ConvAlgo::Grouped's budget depends on the element type (algo_serves).
 inline bool algo_takes_geometry(kcnn::ConvAlgo algo, const ConvCase& c) {
   if (algo == kcnn::ConvAlgo::Depthwise) return c.groups == c.C && c.M % c.C == 0;
   if (algo != kcnn::ConvAlgo::Winograd) return true;
@@ -126,11 +126,17 @@ inline bool algo_takes_geometry(kcnn::ConvAlgo algo, const ConvCase& c) {
 
 /// Whether `algo` computes case c on Space with element T under `math` (else
 /// conv2d_forward must throw kcnn::Error and write nothing): its geometry
-/// (algo_takes_geometry); TensorCoreGemm needs CUDA tensor cores and, for float tensors,
-/// a TF32 math mode.
+/// (algo_takes_geometry); Grouped's packed filters fit the workspace budget;
+/// TensorCoreGemm needs CUDA tensor cores and, for float tensors, a TF32 math mode.
 template <class T, class Space>
 bool algo_serves(kcnn::ConvAlgo algo, const ConvCase& c, kcnn::MathMode math) {
   if (!algo_takes_geometry(algo, c)) return false;
+  if (algo == kcnn::ConvAlgo::Grouped) {
+    const std::size_t limit =
+        c.workspace_limit_bytes ? c.workspace_limit_bytes : kcnn::workspace_limit();
+    return grouped_workspace_bytes<T>(c.groups, c.C / c.groups, c.M / c.groups, c.R, c.S) <=
+           double(limit);
+  }
   if (algo != kcnn::ConvAlgo::TensorCoreGemm) return true;
   if (!kcnn::Impl::has_tensor_cores_v<Space>) return false;
   return !std::is_same_v<T, float> || math != kcnn::MathMode::Strict;

@@ -147,13 +147,22 @@ constexpr void static_check_conv2d_views() {
 /// input channel m / k) in one kernel, as the memory-bound stencil they are: any
 /// filter, stride, padding and dilation (3x3, 5x5, 7x7 unrolled at compile time), bias
 /// and activation fused, its pooling a second pass; other problems throw kcnn::Error.
-/// Auto runs it on every depthwise layer. The other algorithms compute a grouped layer
-/// as G ungrouped convolutions of C/G channels and M/G filters, one after the other on
-/// `space`, on strided slices of x, w, bias and y (no copies; impl/common/groups.hpp); a
-/// fused pooling pools each group's channels. Such an algorithm takes a grouped problem
-/// where it takes one group's (can_implement checks every group's slices), and Auto's
-/// rules judge one group's problem. One launch per group: layers of many small groups
-/// are launch-bound there.
+/// Auto runs it on every depthwise layer. ConvAlgo::Grouped computes any grouped (or
+/// ungrouped) layer in one direct-convolution kernel made for narrow groups (ResNeXt's
+/// 32 groups of 4-32 channels): it packs the filters into the cached workspace (groups x
+/// M/G rounded up to 8 x C/G x R x S accumulators: float for 16-bit tensors), then a
+/// thread computes 4 output pixels for 8 filters of a group; any filter, stride, padding
+/// and dilation (3x3 at stride 1 and 2 unrolled), bias and activation fused, its pooling
+/// a second pass. Packed filters beyond the budget (Conv2dParams::workspace_limit_bytes,
+/// else kcnn::workspace_limit()) throw kcnn::Error. On GPUs Auto runs it on grouped
+/// layers of at most 32 channels a group. The other
+/// algorithms compute a grouped layer as G ungrouped convolutions of C/G channels and M/G
+/// filters, one after the other on `space`, on strided slices of x, w, bias and y (no
+/// copies; impl/common/groups.hpp); a fused pooling pools each group's channels. Such an
+/// algorithm takes a grouped problem where it takes one group's (can_implement checks
+/// every group's slices), and Auto's rules judge one group's problem (on CPUs, every
+/// non-depthwise grouped layer). One launch per group: layers of many small groups are
+/// launch-bound there.
 ///
 /// params.math (MathMode) is the precision the call may give up: TF32 and TF32x3 need
 /// float tensors (double tensors with them throw kcnn::Error); the algorithms without

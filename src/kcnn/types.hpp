@@ -26,7 +26,9 @@ enum class Activation { Identity, ReLU, Sigmoid, Tanh };
 /// ::TF32x3, double tensors with IEEE fp64 products; elsewhere it throws kcnn::Error.
 /// `Winograd` is Winograd's minimal filtering F(4x4, 3x3) (F(2x2, 3x3) past 4,096
 /// channels) for 3x3 filters at stride 1 without dilation, any padding; other geometries
-/// throw kcnn::Error naming the reason (see conv2d.hpp for its accuracy).
+/// throw kcnn::Error naming the reason (see conv2d.hpp for its accuracy). `Depthwise`
+/// computes depthwise layers (groups = C, M a multiple of C) and `Grouped` grouped layers
+/// with narrow groups, each in one kernel (conv2d.hpp says which layers each takes).
 enum class ConvAlgo {
   Auto,
   Reference,
@@ -35,7 +37,8 @@ enum class ConvAlgo {
   ImplicitGemm,
   TensorCoreGemm,
   Winograd,
-  Depthwise
+  Depthwise,
+  Grouped
 };
 
 /// How much floating-point precision a convolution may give up for speed (model: oneDNN's
@@ -167,6 +170,8 @@ inline const char* to_string(ConvAlgo algo) {
       return "Winograd";
     case ConvAlgo::Depthwise:
       return "Depthwise";
+    case ConvAlgo::Grouped:
+      return "Grouped";
   }
   return "unknown-algo";
 }

@@ -379,7 +379,7 @@ inline kcnn::Conv2dParams draw_conv_params(Draw& d) {
   p.dilation_h = d.param(1, 3), p.dilation_w = d.param(1, 3);
   p.layout = d.enumeration<kcnn::Layout>(2);
   p.activation = d.enumeration<kcnn::Activation>(4);
-  p.algo = d.enumeration<kcnn::ConvAlgo>(8);  // Auto .. Depthwise
+  p.algo = d.enumeration<kcnn::ConvAlgo>(9);  // Auto .. Grouped
   p.math = d.enumeration<kcnn::MathMode>(3);
   if (d.rarely()) p.workspace_limit_bytes = static_cast<std::size_t>(d.small(1, 8192));
   return p;

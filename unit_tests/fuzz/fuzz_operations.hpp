@@ -57,7 +57,7 @@ int fuzz_conv2d_forward(Draw& d, bool fused) {
   v.require(p.math == kcnn::MathMode::Strict || std::is_same_v<T, float>,
             "a TF32 math mode with non-float tensors");
   const int algo = static_cast<int>(p.algo);
-  v.require(algo >= 0 && algo <= 7, "unknown algorithm");
+  v.require(algo >= 0 && algo <= 8, "unknown algorithm");
   if (fused) require_pool_params(v, *p.pool), v.require(p.pool->layout == p.layout, "pool layout");
   v.require(C >= 1, "C < 1");
   v.require(R >= 1 && S >= 1, "empty filter");
@@ -105,10 +105,16 @@ int fuzz_conv2d_forward(Draw& d, bool fused) {
   // ImplicitGemm's documented limit: padded input extents below 2^29.
   const bool gather_fits = __int128(H) + 2 * __int128(p.pad_h) < (1 << 29) &&
                            __int128(W) + 2 * __int128(p.pad_w) < (1 << 29);
-  const bool must_serve = p.algo == kcnn::ConvAlgo::Auto || p.algo == kcnn::ConvAlgo::Reference ||
-                          (p.algo == kcnn::ConvAlgo::ImplicitGemm && gather_fits) ||
-                          (p.algo == kcnn::ConvAlgo::Im2colGemm && p.workspace_limit_bytes == 0) ||
-                          (p.algo == kcnn::ConvAlgo::Depthwise && depthwise_layer);
+  const std::uint64_t G = p.groups >= 1 ? std::uint64_t(p.groups) : 1;
+  const bool must_serve =
+      p.algo == kcnn::ConvAlgo::Auto || p.algo == kcnn::ConvAlgo::Reference ||
+      (p.algo == kcnn::ConvAlgo::ImplicitGemm && gather_fits) ||
+      (p.algo == kcnn::ConvAlgo::Im2colGemm && p.workspace_limit_bytes == 0) ||
+      (p.algo == kcnn::ConvAlgo::Depthwise && depthwise_layer) ||
+      (p.algo == kcnn::ConvAlgo::Grouped &&
+       8.0 * double(group_C) * double(R) * double(S) <= INT_MAX &&
+       kcnn_test::grouped_workspace_bytes<T>(G, group_C, M / G, R, S) <=
+           double(p.workspace_limit_bytes ? p.workspace_limit_bytes : kcnn::workspace_limit()));
   judge(
       op, v, must_serve, Snapshot(x, w, bias), Snapshot(y),
       [&] { kcnn::conv2d_forward(Space(), x.view, w.view, bias_view, y.view, p); },

@@ -8,6 +8,7 @@
 
 #include "algorithm.hpp"
 #include "depthwise/depthwise_algorithm.hpp"
+#include "grouped/grouped_algorithm.hpp"
 #include "im2col_gemm/im2col_gemm_algorithm.hpp"
 #include "implicit_gemm/implicit_gemm_algorithm.hpp"
 #include "reference/reference.hpp"
@@ -23,6 +24,7 @@ using Conv2dRegistry = AlgorithmList<ReferenceAlgorithm,       //
                                      ImplicitGemmAlgorithm,    //
                                      TensorCoreGemmAlgorithm,  //
                                      WinogradAlgorithm,        //
-                                     DepthwiseAlgorithm>;
+                                     DepthwiseAlgorithm,       //
+                                     GroupedAlgorithm>;
 
 }  // namespace kcnn::Impl

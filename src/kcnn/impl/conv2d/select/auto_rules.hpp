@@ -583,14 +583,25 @@ AutoContext auto_context() {
   return ctx;
 }
 
+/// The widest groups (C / groups) Auto gives ConvAlgo::Grouped on GPUs. On an H200
+/// (session 41, N = 64, 3x3 pad 1, fp32, bias and ReLU; NCHW / NHWC ms, cuDNN 9.19's
+/// grouped convolution with bias in the same call), 32 groups of 4 channels (128 x 56^2)
+/// 0.233 / 0.498 vs 0.737 / 1.54; of 8 (256 x 28^2) 0.110 / 0.162 vs 0.454 / 0.775; of 16
+/// (512 x 14^2) 0.115 / 0.154 vs 0.267 / 0.399; of 32 (1024 x 7^2) 0.110 / 0.139 vs 0.267 /
+/// 0.264. Wider groups were not measured: they go group by group. Not on CPUs: on a
+/// 2-core AMD EPYC with AVX-512 (session 41, N = 8, the 8-channel layer) Grouped took
+/// 4.62 / 4.07 ms and the group-by-group path Auto picks 4.26 / 4.48 (oneDNN 10.2 / 1.48).
+inline constexpr std::int64_t kGroupedAutoChannels = 32;
+
 /// What `Auto` runs on a validated problem and its kernel Views: find_best_algo's cached
 /// winner for exactly this problem (backend, scalar, View types included) when the
 /// cache has one that this build implements and that can run it, otherwise the
 /// heuristic's choice among the algorithms that can (can_implement). An empty problem
 /// runs nothing: the heuristic alone. Depthwise layers (more than one group, one channel
-/// each) run ConvAlgo::Depthwise, the memory-bound stencil kernel made for them. Other
-/// grouped problems run one convolution per group (conv2d/dispatch.hpp): the rules see
-/// one group's problem.
+/// each) run ConvAlgo::Depthwise, the memory-bound stencil kernel made for them. On GPUs,
+/// grouped layers of at most kGroupedAutoChannels channels a group run ConvAlgo::Grouped's
+/// single launch. Other grouped problems run one convolution per group
+/// (conv2d/dispatch.hpp): the rules see one group's problem.
 template <class ExecSpace, class XView, class WView, class YView, class XK, class WK, class BK,
           class YK>
 AlgoChoice resolve_auto_algo(const ExecSpace& space, const XK& x, const WK& w, const BK& bias,
@@ -609,6 +620,9 @@ AlgoChoice resolve_auto_algo(const ExecSpace& space, const XK& x, const WK& w, c
     if (hit && is_implemented(hit->algo) && can_run(hit->algo)) return {hit->algo, "cache"};
   }
   if (depthwise && can_run(ConvAlgo::Depthwise)) return {ConvAlgo::Depthwise, "depthwise"};
+  const bool narrow_groups = pb.groups > 1 && !depthwise && group.C <= kGroupedAutoChannels;
+  if (narrow_groups && ctx.target == Target::Device && can_run(ConvAlgo::Grouped))
+    return {ConvAlgo::Grouped, "grouped"};
   return select_conv2d_algo(group, ctx, implemented_conv_algo_set, can_run);
 }
 
