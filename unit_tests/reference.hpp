@@ -23,13 +23,14 @@
 namespace kcnn_test {
 
 /// ConvAlgo::Grouped's documented workspace: its packed filters, groups x (M/groups
-/// rounded up to 8) x C/groups x R x S accumulators (float for 16-bit tensors), plus 16
-/// bytes.
+/// rounded up to 8, or to 4 where it is at most 4) x C/groups x R x S accumulators (float
+/// for 16-bit tensors), plus 16 bytes.
 template <class T>
 double grouped_workspace_bytes(std::uint64_t groups, std::uint64_t group_C, std::uint64_t group_M,
                                std::uint64_t R, std::uint64_t S) {
   using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  const double filters = 8.0 * double((group_M + 7) / 8);
+  const std::uint64_t slot = group_M <= 4 ? 4 : 8;
+  const double filters = double(slot) * double((group_M + slot - 1) / slot);
   return double(groups) * filters * double(group_C) * double(R) * double(S) * sizeof(Acc) + 16;
 }
 

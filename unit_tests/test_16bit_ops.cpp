@@ -51,8 +51,9 @@ std::vector<ConvCase> cases_in_both_layouts() {
   };
   shapes.push_back(grouped({"grouped_g2", 2, 8, 7, 9, 6, 3, 3, 1, 1, 1, 1}, 2));
   // ConvAlgo::Grouped's 16-byte NHWC loads (8 channels a group) and stores (8 filters),
-  // at stride 1 and 2.
+  // at stride 1 and 2; slots of 4 filters (8-byte stores).
   shapes.push_back(grouped({"grouped_g3_c24", 2, 24, 9, 12, 24, 3, 3, 1, 1, 1, 1}, 3));
+  shapes.push_back(grouped({"grouped_g4_c16_m16", 1, 16, 7, 9, 16, 3, 3, 1, 1, 1, 1}, 4));
   shapes.push_back(grouped({"grouped_g2_c16_s2", 1, 16, 11, 13, 32, 3, 3, 2, 2, 1, 1}, 2));
   shapes.push_back(grouped({"depthwise_c12", 2, 12, 9, 16, 12, 3, 3, 1, 1, 1, 1}, 12));
   shapes.push_back(grouped({"depthwise_k5_s2_x2", 1, 6, 13, 11, 12, 5, 5, 2, 2, 2, 2}, 6));

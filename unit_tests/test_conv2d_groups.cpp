@@ -70,10 +70,10 @@ std::vector<ConvCase> grouped_cases() {
       grouped({"depthwise_c40_n3", 3, 40, 30, 29, 40, 3, 3, 1, 1, 1, 1}, 40, Activation::Identity,
               true),
       grouped({"depthwise_c5_k5x4", 2, 5, 12, 11, 5, 5, 4, 1, 1, 2, 1}, 5),
-      // ConvAlgo::Grouped: 12 filters a group (a full and a partial block of 8), 8
-      // channels a group (NHWC 16-byte loads; Q a multiple of its 4 columns: NCHW vector
-      // stores), stride 2 with a partial column block, run-time taps with dilation over
-      // 4-channel vectors.
+      // ConvAlgo::Grouped: 12 filters a group (a full and a partial slot of 8), 8
+      // channels a group (NHWC 16-byte loads), 6 filters a group at stride 2 with partial
+      // items, slots of 4 filters with run-time taps and dilation over 4-channel vectors
+      // (the other groups of at most 4 filters above: slots of 4 too).
       grouped({"grouped_c16_m24_q13", 2, 16, 9, 13, 24, 3, 3, 1, 1, 1, 1}, 2, Activation::ReLU,
               true),
       grouped({"grouped_c32_m32_q16", 1, 32, 10, 16, 32, 3, 3, 1, 1, 1, 1}, 4, Activation::Identity,

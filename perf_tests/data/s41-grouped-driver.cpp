@@ -10,12 +10,13 @@
 //                  bias and ReLU: C = M = 256 28x28 and 128 56x56, 512 14x14, 1024 7x7
 //                  with 32 groups, 256 28x28 with 64 groups; median of `reps` (20)
 //                  calls timed with CUDA events (host: a fenced clock).
-// Build (CUDA; host: g++ -O3 -fopenmp with the openmp deps, no nvcc_wrapper):
-//   $D/bin/nvcc_wrapper -DKOKKOS_DEPENDENCE -I$PWD/src -isystem $D/include -arch=sm_90 -O3 \
-//     -expt-extended-lambda -Xcompiler -fopenmp -std=c++17 -o $PWD/g.o -c $PWD/<this file>
-//   $D/bin/nvcc_wrapper -arch=sm_90 -Xcompiler -fopenmp g.o $D/lib/libkokkoscontainers.a \
-//     $D/lib/libkokkoscore.a -ldl -o s41-grouped-driver
-// with D the deps' prefix (absolute paths: nvcc_wrapper misreads relative ones).
+// Build (CUDA; host: g++ -O3 -fopenmp with the openmp deps, no nvcc_wrapper), D the deps'
+// prefix, absolute paths (nvcc_wrapper misreads relative ones):
+//   $D/bin/nvcc_wrapper -DKOKKOS_DEPENDENCE -I$PWD/src -isystem $D/include -arch=sm_90
+//     -O3 -expt-extended-lambda -Xcompiler -fopenmp -std=c++17 -o $PWD/g.o
+//     -c $PWD/<this file>
+//   $D/bin/nvcc_wrapper -arch=sm_90 -Xcompiler -fopenmp g.o
+//     $D/lib/libkokkoscontainers.a $D/lib/libkokkoscore.a -ldl -o s41-grouped-driver
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>

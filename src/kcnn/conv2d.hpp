@@ -150,8 +150,9 @@ constexpr void static_check_conv2d_views() {
 /// Auto runs it on every depthwise layer. ConvAlgo::Grouped computes any grouped (or
 /// ungrouped) layer in one direct-convolution kernel made for narrow groups (ResNeXt's
 /// 32 groups of 4-32 channels): it packs the filters into the cached workspace (groups x
-/// M/G rounded up to 8 x C/G x R x S accumulators: float for 16-bit tensors), then a
-/// thread computes 4 output pixels for 8 filters of a group; any filter, stride, padding
+/// M/G rounded up to 8, or to 4 where it is at most 4, x C/G x R x S accumulators: float
+/// for 16-bit tensors), then a thread computes 4 output pixels for 8 (or 4) filters of a
+/// group; any filter, stride, padding
 /// and dilation (3x3 at stride 1 and 2 unrolled), bias and activation fused, its pooling
 /// a second pass. Packed filters beyond the budget (Conv2dParams::workspace_limit_bytes,
 /// else kcnn::workspace_limit()) throw kcnn::Error. On GPUs Auto runs it on grouped

@@ -27,10 +27,11 @@
 namespace kcnn::Impl {
 
 /// ConvAlgo::Grouped's workspace for pb with accumulator type Acc: the packed filters
-/// (groups x M/G rounded up to 8 x C/G x R x S accumulators) and 16 bytes of alignment.
+/// (groups x M/G rounded up to the slot's 4 or 8 x C/G x R x S accumulators) and 16
+/// bytes of alignment.
 template <class Acc>
 std::int64_t grouped_workspace_bytes(const Conv2dProblem& pb) {
-  constexpr int outputs = GroupedArgs<Acc, Acc>::Outputs;
+  const int outputs = grouped_slot_filters(pb.group_filters());
   const std::int64_t slots = pb.groups * ((pb.group_filters() + outputs - 1) / outputs);
   return slots * outputs * pb.group_channels() * pb.R * pb.S * std::int64_t(sizeof(Acc)) +
          std::int64_t(kVectorAccessBytes);
@@ -71,18 +72,27 @@ inline bool strides_allow(const LogicalStrides& s, std::int64_t unit, std::int64
 }
 
 /// GPU blocks of 128 threads (a slot's 4 warps), at least this many resident on an SM:
-/// 4 with float accumulators (128 registers a thread; 6 blocks, 80 registers, spill),
-/// 2 with double ones (whose 32 accumulators and window take twice the registers).
-template <class Acc>
-inline constexpr int kGroupedMinBlocks = sizeof(Acc) > 4 ? 2 : 4;
+/// with float accumulators 4 (128 registers a thread; 6 blocks, 80 registers, spill),
+/// 6 for NCHW slots of 4 filters (H200, session 41, 128 channels 56x56 in 32 groups:
+/// 0.162 ms with 4, 0.143 with 6; NHWC, 0.436 with 4, 0.463 with 6); with double ones 2
+/// (their 32 accumulators and window take twice the registers).
+template <class Acc, Layout L, int Outputs>
+inline constexpr int kGroupedMinBlocks = sizeof(Acc) > 4
+                                             ? 2
+                                             : (Outputs == 4 && L == Layout::NCHW ? 6 : 4);
 
 template <Layout L, int Taps, int Stride, int Vec, class ExecSpace, class T, class Y>
 void launch(const ExecSpace& space, const GroupedArgs<T, Y>& args) {
-  using Bounds = Kokkos::LaunchBounds<128, kGroupedMinBlocks<accumulator_t<T>>>;
-  using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>, Bounds>;
-  GroupedKernel<L, Taps, Stride, Vec, T, Y> k;
-  static_cast<GroupedArgs<T, Y>&>(k) = args;
-  Kokkos::parallel_for("kcnn::conv2d::grouped", Policy(space, 0, args.threads()), k);
+  auto run = [&](auto outputs) {
+    constexpr int Outputs = decltype(outputs)::value;
+    using Bounds = Kokkos::LaunchBounds<128, kGroupedMinBlocks<accumulator_t<T>, L, Outputs>>;
+    using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>, Bounds>;
+    GroupedKernel<L, Taps, Stride, Vec, Outputs, T, Y> k;
+    static_cast<GroupedArgs<T, Y>&>(k) = args;
+    Kokkos::parallel_for("kcnn::conv2d::grouped", Policy(space, 0, args.threads()), k);
+  };
+  if (args.outputs == 4) return run(std::integral_constant<int, 4>{});
+  run(std::integral_constant<int, 8>{});
 }
 
 /// launch with the compile-time filter (3x3 at equal strides 1 or 2, no dilation) or
@@ -121,7 +131,8 @@ std::size_t conv2d_grouped(const ExecSpace& space, const XView& x, const WView& 
   a.H = pb.H, a.W = pb.W, a.P = pb.P, a.Q = pb.Q;
   a.group_c = static_cast<int>(pb.group_channels());
   a.group_m = static_cast<int>(pb.group_filters());
-  a.slot_blocks = (a.group_m + a.Outputs - 1) / a.Outputs;
+  a.outputs = grouped_slot_filters(a.group_m);
+  a.slot_blocks = (a.group_m + a.outputs - 1) / a.outputs;
   a.slots = pb.groups * a.slot_blocks;
   a.R = static_cast<int>(pb.R), a.S = static_cast<int>(pb.S);
   a.stride_h = pb.stride_h, a.stride_w = pb.stride_w, a.pad_h = pb.pad_h, a.pad_w = pb.pad_w;
@@ -132,11 +143,10 @@ std::size_t conv2d_grouped(const ExecSpace& space, const XView& x, const WView& 
   a.image_items = (pb.P + item.rows - 1) / item.rows * a.col_blocks;
   a.items = pb.N * a.image_items;
   a.runs = (a.items + a.Warps * 32 - 1) / (a.Warps * 32);
-  constexpr int YVec = GroupedArgs<T, Y>::Outputs * sizeof(Y) < kVectorAccessBytes
-                           ? GroupedArgs<T, Y>::Outputs
-                           : int(kVectorAccessBytes / sizeof(Y));
-  a.vector_y = L == Layout::NHWC && a.ys.c == 1 && D::strides_allow(a.ys, 1, YVec) &&
-               a.group_m % YVec == 0 && D::aligned_to(a.y, YVec * sizeof(Y));
+  // The kernel's store: vectors of min(outputs, 16 bytes) channels.
+  const int y_vector = std::min<int>(a.outputs, int(kVectorAccessBytes / sizeof(Y)));
+  a.vector_y = L == Layout::NHWC && a.ys.c == 1 && D::strides_allow(a.ys, 1, y_vector) &&
+               a.group_m % y_vector == 0 && D::aligned_to(a.y, y_vector * sizeof(Y));
 
   auto lease = WorkspaceCache<ExecSpace>::acquire(space, workspace);
   a.packed = reinterpret_cast<Acc*>(

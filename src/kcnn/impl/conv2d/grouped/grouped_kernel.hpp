@@ -10,11 +10,13 @@
 /// small (72 multiply-adds an output): what it needs is every input value loaded once
 /// per thread and reused from registers.
 ///
-/// The work is split in "slots": a group g and a block of `Outputs` (8) of its filters.
+/// The work is split in "slots": a group g and a block of `Outputs` of its filters (8;
+/// 4 where a group has at most 4: grouped_slot_filters).
 /// A first kernel packs each slot's filters into the workspace as [channel][r][s][output]
-/// (GroupedPackFilters), the 8 outputs of a tap adjacent: two 16-byte loads, the same
-/// address for the whole warp (one L1 transaction). Then a thread computes an item: 4
-/// output pixels (grouped_item_shape) for the slot's 8 filters, 32 accumulators. Per
+/// (GroupedPackFilters), a tap's outputs adjacent: 16-byte loads (two for 8 float
+/// filters), the same address for the whole warp (one L1 transaction). Then a thread
+/// computes an item: 4 output pixels (grouped_item_shape) for the slot's filters (8: 32
+/// accumulators). Per
 /// input channel (NHWC: per Vec channels and filter row) it loads the item's input
 /// window once into registers; each loaded value then meets every tap and filter that
 /// reads it. NHWC loads 16 bytes of the group's channels at once (Vec channels: 4 float,
@@ -55,8 +57,8 @@ struct GroupedArgs {
   using T = T_;
   using Y = Y_;
   using Acc = accumulator_t<T>;
-  /// Filters a slot (and each thread) computes.
-  static constexpr int Outputs = 8;
+  /// Filters a slot (and each thread) computes: grouped_slot_filters.
+  int outputs;
   /// Output pixels an item computes: Rows x Cols of them (grouped_item_shape).
   static constexpr int Pixels = 4;
   /// Warps of consecutive items a slot's block holds (GPU blocks are 128 threads).
@@ -81,9 +83,9 @@ struct GroupedArgs {
   std::int64_t runs;         ///< items / (Warps x 32), rounded up
   bool vector_y = false;     ///< NHWC: an item's Outputs channels are aligned vectors of y
 
-  /// Packed values of a slot: channels x taps x Outputs.
+  /// Packed values of a slot: channels x taps x outputs.
   KOKKOS_INLINE_FUNCTION std::int64_t slot_entries() const {
-    return std::int64_t(group_c) * R * S * Outputs;
+    return std::int64_t(group_c) * R * S * outputs;
   }
   /// Threads of the convolution kernel: slots x runs x Warps x 32.
   std::int64_t threads() const { return slots * runs * Warps * 32; }
@@ -92,14 +94,22 @@ struct GroupedArgs {
   }
 };
 
-/// packed[(slot (C/G) R S + (c R + r) S + s) Outputs + o] = w(g M/G + b Outputs + o, c,
+/// The filters a slot holds: 8, or 4 where a group has at most 4 (groups of 4 filters
+/// would leave half of 8 unused). On an H200 (session 41, N = 64, 3x3, 32 groups of 4
+/// channels and filters, 128 x 56^2, NCHW / NHWC), slots of 4 took it from 0.231 to
+/// 0.143 ms / from 0.495 to 0.436 (kGroupedMinBlocks).
+inline int grouped_slot_filters(std::int64_t group_filters) {
+  return group_filters <= 4 ? 4 : 8;
+}
+
+/// packed[(slot (C/G) R S + (c R + r) S + s) outputs + o] = w(g M/G + b outputs + o, c,
 /// r, s) for slot = g slot_blocks + b; 0 past the group's filters.
 template <class T, class Y>
 struct GroupedPackFilters {
   GroupedArgs<T, Y> a;
   std::int64_t items() const { return a.slots * a.slot_entries(); }
   KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t e) const {
-    constexpr int Outputs = GroupedArgs<T, Y>::Outputs;
+    const int Outputs = a.outputs;
     const std::int64_t slot = e / a.slot_entries();
     const int rest = static_cast<int>(e % a.slot_entries());
     const int o = rest % Outputs, tap = rest / Outputs;
@@ -127,14 +137,15 @@ constexpr GroupedItemShape grouped_item_shape(Layout layout) {
 /// Taps: 3 (R = S = 3, no dilation, stride Stride in both directions: each input value of
 /// the item's window loaded once) or 0 (any filter, stride and dilation at run time: each
 /// tap's pixels loaded on their own). Vec: NHWC channels loaded at once (the group's
-/// channels are Vec-aligned vectors: checked by the launch); 1 otherwise.
-template <Layout L, int Taps, int Stride, int Vec, class T_, class Y_>
+/// channels are Vec-aligned vectors: checked by the launch); 1 otherwise. Outputs: the
+/// slot's filters (args.outputs).
+template <Layout L, int Taps, int Stride, int Vec, int Outputs, class T_, class Y_>
 struct GroupedKernel : GroupedArgs<T_, Y_> {
   using Base = GroupedArgs<T_, Y_>;
   using Base::dilation_h, Base::dilation_w, Base::slots, Base::col_blocks, Base::image_items;
   using Base::H, Base::W, Base::P, Base::Q, Base::group_c, Base::group_m, Base::slot_blocks;
   using Base::items, Base::vector_y;
-  using Base::Outputs, Base::Pixels, Base::Warps;
+  using Base::Pixels, Base::Warps;
   using Base::R, Base::S, Base::stride_h, Base::stride_w, Base::pad_h, Base::pad_w;
   using Base::x, Base::y, Base::xs, Base::ys, Base::bias, Base::activation, Base::packed;
   using typename Base::Acc;
