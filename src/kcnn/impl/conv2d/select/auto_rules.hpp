@@ -586,9 +586,9 @@ AutoContext auto_context() {
 /// The widest groups (C / groups) Auto gives ConvAlgo::Grouped on GPUs. On an H200
 /// (session 41, N = 64, 3x3 pad 1, fp32, bias and ReLU; NCHW / NHWC ms, cuDNN 9.19's
 /// grouped convolution with bias in the same call), 32 groups of 4 channels (128 x 56^2)
-/// 0.233 / 0.498 vs 0.737 / 1.54; of 8 (256 x 28^2) 0.110 / 0.162 vs 0.454 / 0.775; of 16
-/// (512 x 14^2) 0.115 / 0.154 vs 0.267 / 0.399; of 32 (1024 x 7^2) 0.110 / 0.139 vs 0.267 /
-/// 0.264. Wider groups were not measured: they go group by group. Not on CPUs: on a
+/// 0.141 / 0.436 vs 0.716 / 1.37; of 8 (256 x 28^2) 0.105 / 0.157 vs 0.436 / 0.630; of 16
+/// (512 x 14^2) 0.110 / 0.149 vs 0.224 / 0.380; of 32 (1024 x 7^2) 0.108 / 0.136 vs 0.173 /
+/// 0.246. Wider groups were not measured: they go group by group. Not on CPUs: on a
 /// 2-core AMD EPYC with AVX-512 (session 41, N = 8, the 8-channel layer) Grouped took
 /// 4.62 / 4.07 ms and the group-by-group path Auto picks 4.26 / 4.48 (oneDNN 10.2 / 1.48).
 inline constexpr std::int64_t kGroupedAutoChannels = 32;
