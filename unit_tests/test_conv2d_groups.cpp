@@ -473,6 +473,31 @@ TEST(Conv2dGroupsAuto, DepthwiseLayersRunTheDepthwiseKernel) {
     }
 }
 
+// Auto gives ConvAlgo::Grouped groups of at most 32 channels and 32 filters (the
+// measured ones); wider groups go group by group.
+TEST(Conv2dGroupsAuto, WideGroupsGoGroupByGroup) {
+  using Space = Kokkos::DefaultExecutionSpace;
+  const Space space;
+  kcnn::clear_algo_cache();
+  const bool gpu = !kcnn::Impl::runs_on_host_v<Space>;
+  struct Wide {
+    int C, M, groups;
+    bool grouped_on_gpu;
+  };
+  for (const Wide& g : {Wide{64, 64, 2, true}, Wide{66, 64, 2, false}, Wide{64, 66, 2, false},
+                        Wide{8, 80, 2, false}})
+    for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+      SCOPED_TRACE(std::to_string(g.C) + " " + std::to_string(g.M) + " " + kcnn::to_string(layout));
+      ConvCase c{"wide", 1, g.C, 6, 7, g.M, 3, 3, 1, 1, 1, 1};
+      c.groups = g.groups, c.layout = layout;
+      const RandomConvInputs<float, Space> in(c);
+      const auto ye = c.y_extents();
+      Tensor4<float, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+      const auto algo = kcnn::resolve_conv2d_algo(space, in.x, in.w, y, c.params());
+      EXPECT_EQ(algo == ConvAlgo::Grouped, gpu && g.grouped_on_gpu) << kcnn::to_string(algo);
+    }
+}
+
 // ConvAlgo::Grouped packs the filters into the workspace: a budget below them is refused
 // with the sizes named and nothing written; Auto then runs another algorithm.
 TEST(Conv2dGroupsErrors, GroupedRefusesABudgetBelowItsPackedFilters) {

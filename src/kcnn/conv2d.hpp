@@ -156,7 +156,7 @@ constexpr void static_check_conv2d_views() {
 /// and dilation (3x3 at stride 1 and 2 unrolled), bias and activation fused, its pooling
 /// a second pass. Packed filters beyond the budget (Conv2dParams::workspace_limit_bytes,
 /// else kcnn::workspace_limit()) throw kcnn::Error. On GPUs Auto runs it on grouped
-/// layers of at most 32 channels a group. The other
+/// layers of at most 32 channels and 32 filters a group. The other
 /// algorithms compute a grouped layer as G ungrouped convolutions of C/G channels and M/G
 /// filters, one after the other on `space`, on strided slices of x, w, bias and y (no
 /// copies; impl/common/groups.hpp); a fused pooling pools each group's channels. Such an

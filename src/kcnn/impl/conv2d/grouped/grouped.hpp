@@ -43,10 +43,16 @@ std::int64_t grouped_workspace_bytes(const Conv2dProblem& pb) {
 /// slot's packed values fit int.
 template <class Acc>
 std::optional<std::string> grouped_reason(const Conv2dProblem& pb) {
-  constexpr std::int64_t int_max = std::numeric_limits<int>::max();
-  if (pb.group_channels() * pb.R * pb.S * 8 > int_max || pb.group_filters() > int_max)
+  // In double first: a validated problem bounds N M P Q and N P Q C R S, not C R S or M
+  // alone (an empty or unmanaged x may come with any filter).
+  constexpr double int_max = std::numeric_limits<int>::max();
+  const double slot_values = double(pb.group_channels()) * double(pb.R) * double(pb.S) * 8;
+  if (slot_values > int_max || double(pb.group_filters()) > int_max - 8)
     return msg("ConvAlgo::Grouped indexes a group's filters in int; this layer has C/groups=",
                pb.group_channels(), ", M/groups=", pb.group_filters(), ", R=", pb.R, ", S=", pb.S);
+  if (double(pb.M + 8 * pb.groups) * slot_values * sizeof(Acc) >= 0x1p62)
+    return msg("ConvAlgo::Grouped: its packed filters would take 2^62 bytes or more (M=", pb.M,
+               ", C/groups=", pb.group_channels(), ", R=", pb.R, ", S=", pb.S, ")");
   const std::int64_t bytes = grouped_workspace_bytes<Acc>(pb);
   if (static_cast<std::uint64_t>(bytes) > pb.workspace_limit_bytes)
     return msg("ConvAlgo::Grouped: its packed filters take ", bytes,

@@ -583,12 +583,14 @@ AutoContext auto_context() {
   return ctx;
 }
 
-/// The widest groups (C / groups) Auto gives ConvAlgo::Grouped on GPUs. On an H200
+/// The widest groups (C / groups and M / groups) Auto gives ConvAlgo::Grouped on GPUs. On an H200
 /// (session 41, N = 64, 3x3 pad 1, fp32, bias and ReLU; NCHW / NHWC ms, cuDNN 9.19's
 /// grouped convolution with bias in the same call), 32 groups of 4 channels (128 x 56^2)
 /// 0.141 / 0.436 vs 0.716 / 1.37; of 8 (256 x 28^2) 0.105 / 0.157 vs 0.436 / 0.630; of 16
 /// (512 x 14^2) 0.110 / 0.149 vs 0.224 / 0.380; of 32 (1024 x 7^2) 0.108 / 0.136 vs 0.173 /
-/// 0.246. Wider groups were not measured: they go group by group. Not on CPUs: on a
+/// 0.246. Wider groups were not measured: they go group by group. (Measured: fp32 3x3
+/// layers with as many filters as channels; other filters and element types follow
+/// unmeasured.) Not on CPUs: on a
 /// 2-core AMD EPYC with AVX-512 (session 41, N = 8, the 8-channel layer) Grouped took
 /// 4.62 / 4.07 ms and the group-by-group path Auto picks 4.26 / 4.48 (oneDNN 10.2 / 1.48).
 inline constexpr std::int64_t kGroupedAutoChannels = 32;
@@ -599,8 +601,8 @@ inline constexpr std::int64_t kGroupedAutoChannels = 32;
 /// heuristic's choice among the algorithms that can (can_implement). An empty problem
 /// runs nothing: the heuristic alone. Depthwise layers (more than one group, one channel
 /// each) run ConvAlgo::Depthwise, the memory-bound stencil kernel made for them. On GPUs,
-/// grouped layers of at most kGroupedAutoChannels channels a group run ConvAlgo::Grouped's
-/// single launch. Other grouped problems run one convolution per group
+/// grouped layers of at most kGroupedAutoChannels channels and filters a group run
+/// ConvAlgo::Grouped's single launch. Other grouped problems run one convolution per group
 /// (conv2d/dispatch.hpp): the rules see one group's problem.
 template <class ExecSpace, class XView, class WView, class YView, class XK, class WK, class BK,
           class YK>
@@ -620,7 +622,8 @@ AlgoChoice resolve_auto_algo(const ExecSpace& space, const XK& x, const WK& w, c
     if (hit && is_implemented(hit->algo) && can_run(hit->algo)) return {hit->algo, "cache"};
   }
   if (depthwise && can_run(ConvAlgo::Depthwise)) return {ConvAlgo::Depthwise, "depthwise"};
-  const bool narrow_groups = pb.groups > 1 && !depthwise && group.C <= kGroupedAutoChannels;
+  const bool narrow_groups = pb.groups > 1 && !depthwise && group.C <= kGroupedAutoChannels &&
+                             group.M <= kGroupedAutoChannels;
   if (narrow_groups && ctx.target == Target::Device && can_run(ConvAlgo::Grouped))
     return {ConvAlgo::Grouped, "grouped"};
   return select_conv2d_algo(group, ctx, implemented_conv_algo_set, can_run);
