@@ -80,6 +80,22 @@ struct LogicalStrides32 {
   }
 };
 
+/// Whether pointer p is aligned to `bytes` (the vector accesses' launch checks).
+template <class T>
+bool aligned_to(const T* p, std::size_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+}
+/// Whether vectors of k elements along the channels (NHWC) that start at a channel
+/// multiple of k are aligned to k elements wherever the base pointer is: channels
+/// contiguous, every other stride a multiple of k.
+inline bool channel_vectors_aligned(const LogicalStrides& s, std::int64_t k) {
+  return s.c == 1 && s.n % k == 0 && s.h % k == 0 && s.w % k == 0;
+}
+/// The same for vectors along the columns (NCHW) starting at a column multiple of k.
+inline bool column_vectors_aligned(const LogicalStrides& s, std::int64_t k) {
+  return s.w == 1 && s.n % k == 0 && s.c % k == 0 && s.h % k == 0;
+}
+
 /// Whether every element offset of `v` fits int.
 template <class View>
 bool offsets_fit_int(const View& v) {

@@ -40,21 +40,6 @@ inline std::optional<std::string> depthwise_reason(const Conv2dProblem& pb) {
 
 namespace depthwise_detail {
 
-template <class T>
-bool aligned_to(const T* p, std::size_t bytes) {
-  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
-}
-/// Whether vectors of k elements along the channels (NHWC) that start at a channel
-/// multiple of k are aligned to k elements wherever the base pointer is: channels
-/// contiguous, every other stride a multiple of k.
-inline bool channel_vectors_aligned(const LogicalStrides& s, std::int64_t k) {
-  return s.c == 1 && s.n % k == 0 && s.h % k == 0 && s.w % k == 0;
-}
-/// The same for vectors along the columns (NCHW) starting at a column multiple of k.
-inline bool column_vectors_aligned(const LogicalStrides& s, std::int64_t k) {
-  return s.w == 1 && s.n % k == 0 && s.c % k == 0 && s.h % k == 0;
-}
-
 template <Layout L, int Taps, int Cols, int Lanes, bool Vector, class ExecSpace, class T, class Y>
 void launch(const ExecSpace& space, const DepthwiseArgs<T, Y>& args) {
   DepthwiseKernel<L, Taps, Cols, Lanes, Vector, T, Y> k;
@@ -185,9 +170,9 @@ void conv2d_depthwise_run(const ExecSpace& space, const DepthwiseOperands<T, Y>&
       D::launch_host_taps<NCHW>(space, pb, args);
     }
   } else if (pb.layout == NHWC) {
-    const bool vector = pb.M == pb.C && pb.C % 4 == 0 && D::channel_vectors_aligned(op.xs, 4) &&
-                        D::channel_vectors_aligned(op.ys, 4) &&
-                        D::aligned_to(op.x, 4 * sizeof(T)) && D::aligned_to(op.y, 4 * sizeof(Y));
+    const bool vector = pb.M == pb.C && pb.C % 4 == 0 && channel_vectors_aligned(op.xs, 4) &&
+                        channel_vectors_aligned(op.ys, 4) && aligned_to(op.x, 4 * sizeof(T)) &&
+                        aligned_to(op.y, 4 * sizeof(Y));
     const bool strip = D::strip_offsets_fit(pb, op.xs, op.ys);
     if (vector && strip && D::strip_takes(pb, 4)) {
       D::launch_strip_for<NHWC, 4>(space, pb, args);
@@ -202,7 +187,7 @@ void conv2d_depthwise_run(const ExecSpace& space, const DepthwiseOperands<T, Y>&
     D::launch_strip_for<NCHW, 1>(space, pb, args);
   } else {
     const bool vector =
-        pb.Q % 4 == 0 && D::column_vectors_aligned(op.ys, 4) && D::aligned_to(op.y, 4 * sizeof(Y));
+        pb.Q % 4 == 0 && column_vectors_aligned(op.ys, 4) && aligned_to(op.y, 4 * sizeof(Y));
     if (vector) {
       D::launch<NCHW, 0, 4, 1, true>(space, args);
     } else {

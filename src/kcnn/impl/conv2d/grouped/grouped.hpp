@@ -63,20 +63,6 @@ std::optional<std::string> grouped_reason(const Conv2dProblem& pb) {
 
 namespace grouped_detail {
 
-template <class T>
-bool aligned_to(const T* p, std::size_t bytes) {
-  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
-}
-
-/// Whether every stride but the unit one is a multiple of k (vectors of k elements
-/// starting at a multiple of k stay aligned).
-inline bool strides_allow(const LogicalStrides& s, std::int64_t unit, std::int64_t k) {
-  const std::int64_t strides[4] = {s.n, s.c, s.h, s.w};
-  for (std::int64_t v : strides)
-    if (v != unit && v % k != 0) return false;
-  return true;
-}
-
 /// GPU blocks of 128 threads (a slot's 4 warps), at least this many resident on an SM:
 /// with float accumulators 4 (128 registers a thread; 6 blocks, 80 registers, spill),
 /// 6 for NCHW slots of 4 filters (H200, session 41, 128 channels 56x56 in 32 groups:
@@ -151,8 +137,8 @@ std::size_t conv2d_grouped(const ExecSpace& space, const XView& x, const WView& 
   a.runs = (a.items + a.Warps * 32 - 1) / (a.Warps * 32);
   // The kernel's store: vectors of min(outputs, 16 bytes) channels.
   const int y_vector = std::min<int>(a.outputs, int(kVectorAccessBytes / sizeof(Y)));
-  a.vector_y = L == Layout::NHWC && a.ys.c == 1 && D::strides_allow(a.ys, 1, y_vector) &&
-               a.group_m % y_vector == 0 && D::aligned_to(a.y, y_vector * sizeof(Y));
+  a.vector_y = L == Layout::NHWC && channel_vectors_aligned(a.ys, y_vector) &&
+               a.group_m % y_vector == 0 && aligned_to(a.y, y_vector * sizeof(Y));
 
   auto lease = WorkspaceCache<ExecSpace>::acquire(space, workspace);
   a.packed = reinterpret_cast<Acc*>(
@@ -170,8 +156,8 @@ std::size_t conv2d_grouped(const ExecSpace& space, const XView& x, const WView& 
   } else if constexpr (runs_on_host_v<ExecSpace>) {
     D::launch_for<Layout::NHWC, 1>(space, pb, a);
   } else {
-    const bool vector_x = a.xs.c == 1 && D::strides_allow(a.xs, 1, V) && a.group_c % V == 0 &&
-                          D::aligned_to(a.x, kVectorAccessBytes);
+    const bool vector_x = channel_vectors_aligned(a.xs, V) && a.group_c % V == 0 &&
+                          aligned_to(a.x, kVectorAccessBytes);
     if (vector_x) {
       D::launch_for<Layout::NHWC, V>(space, pb, a);
     } else {
