@@ -121,36 +121,59 @@ std::vector<ForcedParam> forced_params() {
 class WinogradForced : public ::testing::TestWithParam<ForcedParam> {};
 
 // Each case on the staged pipeline and on the host's blocked one with blocks of the
-// fewest tiles (one vector of them) and of the default size, or on GPUs the fused kernel
-// (float, F(2x2)); one test per case, so that CTest starts a third as many processes.
+// fewest tiles (one vector of them) and of the default size, each also with the threads
+// sharing a block's filters in parts of one vector (the shared-block pipeline where the
+// parts transform their own filters), or on GPUs the fused kernel (float, F(2x2)); one
+// test per case, so that CTest starts a third as many processes.
 TEST_P(WinogradForced, MatchesDoubleReference) {
   const auto& p = GetParam();
+  struct Pipeline {
+    bool not_staged;
+    std::size_t block_bytes;
+    std::int64_t part_filters;
+    bool fused_filters;
+  };
+  const std::size_t default_block = Impl::WinogradTuning{}.host_block_bytes;
+  const Pipeline pipelines[] = {{false, 0, 0, false},
+                                {true, 1, 0, false},
+                                {true, default_block, 0, false},
+                                {true, 1, 1, false},
+                                {true, default_block, 1, false},
+                                {true, default_block, 1, true}};
   with_backend(p.backend, [&](const auto& space) {
     using Space = std::decay_t<decltype(space)>;
     constexpr bool host = Impl::runs_on_host_v<Space>;
-    const std::pair<bool, std::size_t> pipelines[] = {
-        {false, 0}, {true, 1}, {true, Impl::WinogradTuning{}.host_block_bytes}};
-    for (const auto& [not_staged, block_bytes] : pipelines) {
-      // GPUs: the second and third runs are the fused kernel's.
-      if (!host && not_staged && block_bytes == 1) continue;
-      SCOPED_TRACE(!not_staged ? std::string("staged")
-                   : host      ? "blocked, " + std::to_string(block_bytes) + " bytes"
-                               : std::string("fused"));
+    for (const Pipeline& pipe : pipelines) {
+      // GPUs: the runs after the first are the fused kernel's, once.
+      if (!host && pipe.not_staged && (pipe.block_bytes == 1 || pipe.part_filters > 0)) continue;
+      SCOPED_TRACE(!pipe.not_staged ? std::string("staged")
+                   : host ? "blocked, " + std::to_string(pipe.block_bytes) + " bytes, parts of " +
+                                std::to_string(pipe.part_filters) +
+                                (pipe.fused_filters ? ", filters in the parts" : "")
+                          : std::string("fused"));
       Impl::WinogradTuning tuning;
       tuning.tile = p.tile;
-      tuning.host_blocked = not_staged;
-      tuning.host_block_bytes = block_bytes;
-      tuning.device_fused = not_staged;
-      const bool blocked_or_fused = not_staged;  // a lambda captures bindings from C++20 on
+      tuning.host_blocked = pipe.not_staged;
+      tuning.host_block_bytes = pipe.block_bytes;
+      tuning.host_part_filters = pipe.part_filters;
+      tuning.host_fused_filters = pipe.fused_filters;
+      tuning.device_fused = pipe.not_staged;
       auto check = [&](auto type_tag) {
         using T = decltype(type_tag);
         SCOPED_TRACE((std::is_same_v<T, float> ? "float" : "double"));
         Problem<T, Space> pr(p.c);
         const auto plan = pr.run(space, tuning);
         EXPECT_EQ(plan.tile, p.tile);
-        EXPECT_EQ(plan.host_blocked, blocked_or_fused && host);
+        EXPECT_EQ(plan.host_blocked, pipe.not_staged && host);
         EXPECT_EQ(plan.device_fused,
-                  (blocked_or_fused && !host && p.tile == 2 && Impl::winograd_fusable<Space, T>));
+                  (pipe.not_staged && !host && p.tile == 2 && Impl::winograd_fusable<Space, T>));
+        if (host && pipe.part_filters > 0) {
+          const std::int64_t lanes = Impl::HostVector<T>::lanes;
+          EXPECT_EQ(plan.part_filters, lanes);
+          EXPECT_EQ(plan.parts, (p.c.M + lanes - 1) / lanes);
+          EXPECT_EQ(plan.host_fused_filters,
+                    pipe.fused_filters && plan.parts > 1 && plan.chunks == 1);
+        }
         const double err =
             relative_error(to_host(pr.y), pr.c.bias ? host_conv2d(p.c, pr.xv, pr.wv, pr.bv)
                                                     : host_conv2d(p.c, pr.xv, pr.wv, {}));
@@ -368,8 +391,9 @@ bool backward_data_through_winograd(const Space& space, const ConvCase& c,
 // conv2d_backward_data's Winograd path, forced on the shapes above (padding 0, 1 and 2:
 // the forward convolution of dy with the rotated filters pads 2, 1 and 0), both tiles
 // (GPUs: float F(2x2) on the fused kernel), float and double, both layouts, both backends,
-// against the host gradient. Padding 3 has no such forward convolution: refused, dx
-// untouched.
+// against the host gradient; on hosts also with the threads sharing the filters in parts
+// of one vector (the rotated filters read through negative strides by each part).
+// Padding 3 has no such forward convolution: refused, dx untouched.
 TEST(WinogradBackwardData, ForcedMatchesTheHostGradient) {
   for (const auto& base : winograd_shapes())
     for (Layout layout : {Layout::NCHW, Layout::NHWC})
@@ -378,15 +402,18 @@ TEST(WinogradBackwardData, ForcedMatchesTheHostGradient) {
           ConvCase c = base;
           c.layout = layout;
           SCOPED_TRACE(c.name + " " + kcnn::to_string(layout) + " " + backend_name(b));
-          for (int tile : {2, 4}) {
-            Impl::WinogradTuning tuning;
-            tuning.tile = tile;
-            double err = 0;
-            EXPECT_TRUE(backward_data_through_winograd<float>(space, c, tuning, err));
-            EXPECT_LE(err, tolerance<float>()) << "float, F" << tile;
-            EXPECT_TRUE(backward_data_through_winograd<double>(space, c, tuning, err));
-            EXPECT_LE(err, tolerance<double>()) << "double, F" << tile;
-          }
+          for (int tile : {2, 4})
+            for (std::int64_t parts_of : {0, 1}) {
+              if (parts_of > 0 && !Impl::runs_on_host_v<std::decay_t<decltype(space)>>) continue;
+              Impl::WinogradTuning tuning;
+              tuning.tile = tile;
+              tuning.host_part_filters = parts_of;
+              double err = 0;
+              EXPECT_TRUE(backward_data_through_winograd<float>(space, c, tuning, err));
+              EXPECT_LE(err, tolerance<float>()) << "float, F" << tile << ", parts " << parts_of;
+              EXPECT_TRUE(backward_data_through_winograd<double>(space, c, tuning, err));
+              EXPECT_LE(err, tolerance<double>()) << "double, F" << tile << ", parts " << parts_of;
+            }
         });
   double err = 0;
   EXPECT_FALSE(backward_data_through_winograd<float>(

@@ -89,6 +89,8 @@ struct HostVectorGeneric {
       p[i] = v.e[i];
   }
   static void store_unaligned(T* p, const type& v) { store(p, v); }
+  static void store_streaming(T* p, const type& v) { store(p, v); }
+  static void streaming_fence() {}
   static type broadcast(const T* p) {
     type v;
     const T s = *p;
@@ -108,7 +110,10 @@ struct HostVectorGeneric {
 };
 
 /// HostVector<T>: T = float or double. `load` / `store` need `alignment`-byte aligned
-/// addresses, `load_unaligned` / `store_unaligned` any. `keep_in_register(v)` makes a loaded value
+/// addresses, `load_unaligned` / `store_unaligned` any. `store_streaming` (aligned) writes
+/// past the caches, without reading the line first: for outputs larger than the caches
+/// that a later pass reads; `streaming_fence()` orders such stores before the ones after
+/// it (before another thread may read them). `keep_in_register(v)` makes a loaded value
 /// opaque to the compiler, so that it stays in one register instead of being folded back into every
 /// FMA that reads it: GCC 12 folded a micro-kernel's weight vector into its 3 FMAs (AVX2, 4 x 3
 /// block), 15 loads per 12 FMAs instead of 7, and the load ports, not the FMA units, set the pace.
@@ -126,6 +131,8 @@ struct HostVector<float> {
   static type load_unaligned(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, type v) { _mm512_store_ps(p, v); }
   static void store_unaligned(float* p, type v) { _mm512_storeu_ps(p, v); }
+  static void store_streaming(float* p, type v) { _mm512_stream_ps(p, v); }
+  static void streaming_fence() { _mm_sfence(); }
   static type broadcast(const float* p) { return _mm512_set1_ps(*p); }
   static type fma(type a, type b, type c) { return _mm512_fmadd_ps(a, b, c); }
   static void keep_in_register(type& v) { asm("" : "+v"(v)); }
@@ -140,6 +147,8 @@ struct HostVector<double> {
   static type load_unaligned(const double* p) { return _mm512_loadu_pd(p); }
   static void store(double* p, type v) { _mm512_store_pd(p, v); }
   static void store_unaligned(double* p, type v) { _mm512_storeu_pd(p, v); }
+  static void store_streaming(double* p, type v) { _mm512_stream_pd(p, v); }
+  static void streaming_fence() { _mm_sfence(); }
   static type broadcast(const double* p) { return _mm512_set1_pd(*p); }
   static type fma(type a, type b, type c) { return _mm512_fmadd_pd(a, b, c); }
   static void keep_in_register(type& v) { asm("" : "+v"(v)); }
@@ -155,6 +164,8 @@ struct HostVector<float> {
   static type load_unaligned(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, type v) { _mm256_store_ps(p, v); }
   static void store_unaligned(float* p, type v) { _mm256_storeu_ps(p, v); }
+  static void store_streaming(float* p, type v) { _mm256_stream_ps(p, v); }
+  static void streaming_fence() { _mm_sfence(); }
   static type broadcast(const float* p) { return _mm256_broadcast_ss(p); }
   static type fma(type a, type b, type c) { return _mm256_fmadd_ps(a, b, c); }
   static void keep_in_register(type& v) { asm("" : "+x"(v)); }
@@ -169,6 +180,8 @@ struct HostVector<double> {
   static type load_unaligned(const double* p) { return _mm256_loadu_pd(p); }
   static void store(double* p, type v) { _mm256_store_pd(p, v); }
   static void store_unaligned(double* p, type v) { _mm256_storeu_pd(p, v); }
+  static void store_streaming(double* p, type v) { _mm256_stream_pd(p, v); }
+  static void streaming_fence() { _mm_sfence(); }
   static type broadcast(const double* p) { return _mm256_broadcast_sd(p); }
   static type fma(type a, type b, type c) { return _mm256_fmadd_pd(a, b, c); }
   static void keep_in_register(type& v) { asm("" : "+x"(v)); }

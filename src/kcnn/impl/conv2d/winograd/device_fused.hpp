@@ -126,7 +126,7 @@ struct WinogradFusedFilterLayout {
 };
 
 /// The filter transform into WinogradFusedFilterLayout (Transform: WinogradFilterTransform
-/// in NHWC's order, block 1, filters_pad a multiple of 8, channels_pad of 4): a warp takes
+/// in NHWC's order, filters_pad a multiple of 8, channels_pad of 4): a warp takes
 /// 8 filters x 4 channels, so that its stores to each plane are four full 32-byte runs of
 /// filters and its reads of w four channels of each filter (with one (m, c) a thread,
 /// filters fastest, NHWC's w was read a sector per value: the 512-channel layer's

@@ -4,7 +4,10 @@
 ///        transforms its input patches into its own slot of the workspace, runs the
 ///        alpha^2 GEMMs on a register-blocked micro-kernel, and transforms the products
 ///        into y. The block is sized so that its transform-domain values stay in the
-///        thread's caches between the three steps.
+///        thread's caches between the three steps. Where there are fewer such blocks
+///        than threads and the transformed filters U outgrow the caches, the threads
+///        share a block's filters instead (parts: each reads its part of U). The filter
+///        transform (WinogradHostFilterTransform) runs before, vectorized too.
 ///
 /// The transforms run on a host vector's worth of lanes at once (WinogradLanes: loops of
 /// the host vector's width, which the compiler turns into vector instructions): in NHWC
@@ -72,6 +75,103 @@ struct WinogradLanes {
     for (int l = 0; l < N; ++l)
       r.e[l] = a.e[l] * b.e[l];
     return r;
+  }
+  friend WinogradLanes operator/(const WinogradLanes& a, const WinogradLanes& b) {
+    WinogradLanes r;
+    for (int l = 0; l < N; ++l)
+      r.e[l] = a.e[l] / b.e[l];
+    return r;
+  }
+  friend WinogradLanes operator-(const WinogradLanes& a) {
+    WinogradLanes r;
+    for (int l = 0; l < N; ++l)
+      r.e[l] = -a.e[l];
+    return r;
+  }
+};
+
+/// U = G g G^T on host backends, a host vector's worth of (filter, channel) pairs at a
+/// time, into kernels.hpp's order: NHWC's lanes are consecutive filters of one channel
+/// (U[xi](c, m), rows of m_pad, zeros past M), NCHW's consecutive channels of one filter
+/// (U[xi](m, c), rows of C). An item is kRows rows (NHWC: channels, NCHW: filters) of one
+/// vector of lanes: it gathers their taps into a local block (reading w along its
+/// contiguous dimension: a filter tap's channels in NHWC, a filter's channels and taps in
+/// NCHW), transforms each row's lanes at once and writes a whole vector to each of the
+/// alpha^2 planes. The per-pair kernel (WinogradFilterTransform, scalar arithmetic) took
+/// 6.7 ms of the 512-channel ResNet layer's 10.1 (NHWC, N = 8, 2-core AMD Zen 5 with
+/// AVX-512, session 42): the transform's ~200 flops per pair ran one value at a time;
+/// vectorized, 3.6 ms, and 1.7 with streaming stores (`streaming`: U is written once and
+/// read after the whole transform; each line was first read for ownership).
+template <Layout L, int Tile, class T, class Acc>
+struct WinogradHostFilterTransform {
+  using Transform = WinogradTransform2D<WinogradF3<Tile>>;
+  static constexpr int alpha = Transform::alpha;
+  static constexpr int lanes = HostVector<Acc>::lanes;
+  static constexpr int kRows = 16;
+  using Lanes = WinogradLanes<Acc, lanes>;
+
+  using Vector = HostVector<Acc>;
+  const T* w;
+  LogicalStrides ws;
+  Acc* u;
+  std::int64_t M, C, m_pad;
+  /// Write whole vectors with streaming stores (the caller sets it where u and its rows
+  /// are aligned for them).
+  bool streaming = false;
+
+  /// U's rows (NHWC: channels, NCHW: filters) and their length (the vector dimension).
+  std::int64_t rows() const { return L == Layout::NHWC ? C : M; }
+  std::int64_t row_length() const { return L == Layout::NHWC ? m_pad : C; }
+  std::int64_t vectors() const { return (row_length() + lanes - 1) / lanes; }
+  std::int64_t items() const { return (rows() + kRows - 1) / kRows * vectors(); }
+
+  void operator()(const std::int64_t i) const {
+    // Consecutive items take neighbouring vectors of the same rows.
+    const std::int64_t row0 = i / vectors() * kRows, v0 = i % vectors() * lanes;
+    const int nrows = static_cast<int>(std::min<std::int64_t>(kRows, rows() - row0));
+    const int cnt = static_cast<int>(std::min<std::int64_t>(lanes, row_length() - v0));
+    // The rows' taps, lane by lane (zeros past M in NHWC's padded rows, past cnt).
+    Acc g[kRows][9][lanes];
+    if constexpr (L == Layout::NHWC) {  // lanes: filters m = v0 + l; rows: channels
+      for (int l = 0; l < lanes; ++l) {
+        const bool valid = l < cnt && v0 + l < M;
+        for (int t = 0; t < 9; ++t) {
+          const T* p = w + (v0 + l) * ws.n + (t / 3) * ws.h + (t % 3) * ws.w + row0 * ws.c;
+          for (int k = 0; k < nrows; ++k)
+            g[k][t][l] = valid ? to_compute(p[k * ws.c]) : Acc(0);
+        }
+      }
+    } else {  // lanes: channels c = v0 + l; rows: filters
+      for (int k = 0; k < nrows; ++k)
+        for (int l = 0; l < lanes; ++l) {
+          const T* p = w + (row0 + k) * ws.n + (v0 + l) * ws.c;
+          for (int t = 0; t < 9; ++t)
+            g[k][t][l] = l < cnt ? to_compute(p[(t / 3) * ws.h + (t % 3) * ws.w]) : Acc(0);
+        }
+    }
+    const std::int64_t plane = winograd_plane(m_pad * C);
+    for (int k = 0; k < nrows; ++k) {
+      Lanes taps[3][3], v[alpha][alpha];
+      for (int t = 0; t < 9; ++t)
+        for (int l = 0; l < lanes; ++l)
+          taps[t / 3][t % 3].e[l] = g[k][t][l];
+      Transform::filter(taps, v);
+      Acc* dst = u + (row0 + k) * row_length() + v0;
+      for (int a = 0; a < alpha; ++a)
+        for (int b = 0; b < alpha; ++b) {
+          Acc* d = dst + (a * alpha + b) * plane;
+          if (cnt == lanes && streaming) {
+            Vector::store_streaming(d, Vector::load_unaligned(v[a][b].e));
+          } else if (cnt == lanes) {
+            for (int l = 0; l < lanes; ++l)
+              d[l] = v[a][b].e[l];
+          } else {
+            for (int l = 0; l < cnt; ++l)
+              d[l] = v[a][b].e[l];
+          }
+        }
+    }
+    if (streaming) Vector::streaming_fence();
   }
 };
 
@@ -156,6 +256,9 @@ struct WinogradHostBlocks {
   static constexpr int alpha = Transform::alpha;
   static constexpr int a2 = alpha * alpha;
   static constexpr int lanes = HostVector<Acc>::lanes;
+  static constexpr int tile = Tile;
+  static constexpr Layout layout = L;
+  using compute_type = Acc;
   using Lanes = WinogradLanes<Acc, lanes>;
 
   const T* x;
@@ -174,11 +277,17 @@ struct WinogradHostBlocks {
   unsigned char* slots;
   std::size_t slot_bytes, v_bytes, z_bytes;
   std::int64_t chunk_tiles, tiles;
+  /// Filters per part (whole vectors): work item = block x parts() + part.
+  std::int64_t part_filters;
+
+  std::int64_t parts() const { return (M + part_filters - 1) / part_filters; }
 
   /// The tiles' row length in NCHW's V and Z.
   static std::int64_t tiles_pad(std::int64_t nt) { return round_up(nt, lanes); }
 
-  void operator()(const std::int64_t block) const {
+  void operator()(const std::int64_t item) const {
+    const std::int64_t block = item / parts(), m0 = item % parts() * part_filters;
+    const std::int64_t m1 = std::min(M, m0 + part_filters);
     const int slot = token.acquire();
     unsigned char* base = slots + std::size_t(slot) * slot_bytes;
     Acc* v = reinterpret_cast<Acc*>(base);
@@ -187,9 +296,14 @@ struct WinogradHostBlocks {
     const std::int64_t t0 = block * chunk_tiles, nt = std::min(chunk_tiles, tiles - t0);
     for (std::int64_t tl = 0; tl < nt; ++tl)
       grid.locate(t0 + tl, at[tl].n, at[tl].p0, at[tl].q0);
-    input(v, at, nt);
-    gemms(v, z, nt);
-    with_activation(activation, [&](auto act) { output<decltype(act)::value>(z, at, nt); });
+    input(v, at, nt, 0, L == Layout::NHWC ? nt : C);
+    const std::int64_t u_plane = winograd_plane(m_pad * C);
+    if constexpr (L == Layout::NCHW) {
+      gemms(v, z, nt, m0, m1, u + m0 * C, u_plane, C);
+    } else {
+      gemms(v, z, nt, m0, m1, u + m0, u_plane, m_pad);
+    }
+    output(z, at, nt, m0, m1);
     token.release(slot);
   }
 
@@ -222,11 +336,17 @@ struct WinogradHostBlocks {
     return h0 >= 0 && w0 >= 0 && h0 + alpha <= H && w0 + alpha <= W;
   }
 
-  void input(Acc* v, const WinogradTilePosition* at, std::int64_t nt) const {
+ public:
+  // The three steps, also for the shared-block pipeline's functors below.
+
+  /// V of the block's nt tiles (positions at), for tiles [begin, end) in NHWC, channels
+  /// [begin, end) in NCHW.
+  void input(Acc* v, const WinogradTilePosition* at, std::int64_t nt, std::int64_t begin,
+             std::int64_t end) const {
     Lanes d[alpha][alpha], out[alpha][alpha];
     if constexpr (L == Layout::NHWC) {  // V[xi](t, c): a tile's channels, vector by vector
       const std::int64_t plane = winograd_plane(nt * C);
-      for (std::int64_t tl = 0; tl < nt; ++tl) {
+      for (std::int64_t tl = begin; tl < end; ++tl) {
         const std::int64_t h0 = at[tl].p0 - pad_h, w0 = at[tl].q0 - pad_w;
         const T* px = x + at[tl].n * xs.n;
         const bool inside = interior(h0, w0);
@@ -248,7 +368,7 @@ struct WinogradHostBlocks {
       }
     } else {  // V[xi](c, t): a channel's tiles, a vector of tiles at a time
       const std::int64_t ntp = tiles_pad(nt), plane = winograd_plane(C * ntp);
-      for (std::int64_t c = 0; c < C; ++c) {
+      for (std::int64_t c = begin; c < end; ++c) {
         const T* pc = x + c * xs.c;
         for (std::int64_t tl0 = 0; tl0 < nt; tl0 += lanes) {
           const int cnt = static_cast<int>(std::min<std::int64_t>(lanes, nt - tl0));
@@ -287,22 +407,35 @@ struct WinogradHostBlocks {
     }
   }
 
-  void gemms(const Acc* v, Acc* z, std::int64_t nt) const {
-    const std::int64_t u_plane = winograd_plane(m_pad * C);
+  /// Z's filters [m0, m1) (NHWC: the columns to m1 rounded up to whole vectors) from U's
+  /// part u_part (planes u_plane apart): NCHW its rows m0.., row length C; NHWC its
+  /// columns m0.., rows of ldu.
+  void gemms(const Acc* v, Acc* z, std::int64_t nt, std::int64_t m0, std::int64_t m1,
+             const Acc* u_part, std::int64_t u_plane, std::int64_t ldu) const {
     if constexpr (L == Layout::NCHW) {  // Z (M x ntp) = U (M x C) V (C x ntp)
       const std::int64_t ntp = tiles_pad(nt);
       const std::int64_t v_plane = winograd_plane(C * ntp), z_plane = winograd_plane(M * ntp);
       for (int xi = 0; xi < a2; ++xi)
-        winograd_host_gemm<Acc>(M, ntp, C, u + xi * u_plane, C, v + xi * v_plane, ntp,
-                                z + xi * z_plane, ntp);
+        winograd_host_gemm<Acc>(m1 - m0, ntp, C, u_part + xi * u_plane, ldu, v + xi * v_plane, ntp,
+                                z + xi * z_plane + m0 * ntp, ntp);
     } else {  // Z (nt x m_pad) = V (nt x C) U (C x m_pad)
       const std::int64_t v_plane = winograd_plane(nt * C), z_plane = winograd_plane(nt * m_pad);
+      const std::int64_t columns = round_up(m1, lanes) - m0;
       for (int xi = 0; xi < a2; ++xi)
-        winograd_host_gemm<Acc>(nt, m_pad, C, v + xi * v_plane, C, u + xi * u_plane, m_pad,
-                                z + xi * z_plane, m_pad);
+        winograd_host_gemm<Acc>(nt, columns, C, v + xi * v_plane, C, u_part + xi * u_plane, ldu,
+                                z + xi * z_plane + m0, m_pad);
     }
   }
 
+  /// y's filters [m_begin, m_end) of the block's tiles from Z.
+  void output(const Acc* z, const WinogradTilePosition* at, std::int64_t nt, std::int64_t m_begin,
+              std::int64_t m_end) const {
+    with_activation(activation, [&](auto act) {
+      output_with<decltype(act)::value>(z, at, nt, m_begin, m_end);
+    });
+  }
+
+ private:
   /// out = activation(out + bias), lane by lane.
   template <Activation Act>
   static void epilogue(Lanes (&out)[Tile][Tile], const Lanes& b) {
@@ -313,7 +446,8 @@ struct WinogradHostBlocks {
   }
 
   template <Activation Act>
-  void output(const Acc* z, const WinogradTilePosition* at, std::int64_t nt) const {
+  void output_with(const Acc* z, const WinogradTilePosition* at, std::int64_t nt,
+                   std::int64_t m_begin, std::int64_t m_end) const {
     Lanes in[alpha][alpha], out[Tile][Tile];
     if constexpr (L == Layout::NHWC) {  // Z[xi](t, m), rows of m_pad
       const std::int64_t plane = winograd_plane(nt * m_pad);
@@ -322,8 +456,8 @@ struct WinogradHostBlocks {
         const int rows = static_cast<int>(std::min<std::int64_t>(Tile, P - t.p0));
         const int cols = static_cast<int>(std::min<std::int64_t>(Tile, Q - t.q0));
         Y* py = y + ys.offset(t.n, 0, t.p0, t.q0);
-        for (std::int64_t m0 = 0; m0 < M; m0 += lanes) {
-          const int cnt = static_cast<int>(std::min<std::int64_t>(lanes, M - m0));
+        for (std::int64_t m0 = m_begin; m0 < m_end; m0 += lanes) {
+          const int cnt = static_cast<int>(std::min<std::int64_t>(lanes, m_end - m0));
           const Acc* src = z + tl * m_pad + m0;
           for (int a = 0; a < alpha; ++a)
             for (int b = 0; b < alpha; ++b)
@@ -338,7 +472,7 @@ struct WinogradHostBlocks {
       }
     } else {  // Z[xi](m, t), rows of tiles_pad(nt)
       const std::int64_t ntp = tiles_pad(nt), plane = winograd_plane(M * ntp);
-      for (std::int64_t m = 0; m < M; ++m) {
+      for (std::int64_t m = m_begin; m < m_end; ++m) {
         const Lanes bm(bias ? to_compute(bias[m * bias_stride]) : Acc(0));
         for (std::int64_t tl0 = 0; tl0 < nt; tl0 += lanes) {
           const int cnt = static_cast<int>(std::min<std::int64_t>(lanes, nt - tl0));
@@ -360,6 +494,63 @@ struct WinogradHostBlocks {
         }
       }
     }
+  }
+};
+
+/// The positions of a block's tiles t0, t0 + 1, ...: one work item per tile.
+struct WinogradHostTilePositions {
+  WinogradTilePosition* at;
+  WinogradTileGrid grid;
+  std::int64_t t0;
+  void operator()(const std::int64_t tl) const {
+    grid.locate(t0 + tl, at[tl].n, at[tl].p0, at[tl].q0);
+  }
+};
+
+/// Pass 1 of the shared-block pipeline (WinogradPlan::host_fused_filters): the block's V,
+/// once, shared by the threads; a work item per tile (NHWC) or channel (NCHW).
+template <class Blocks>
+struct WinogradHostSharedInput {
+  Blocks blocks;
+  typename Blocks::compute_type* v;
+  const WinogradTilePosition* at;
+  std::int64_t nt;
+  void operator()(const std::int64_t i) const { blocks.input(v, at, nt, i, i + 1); }
+};
+
+/// Pass 2 of the shared-block pipeline: a work item per part of the filters transforms
+/// them into its slot (U's part: U is never whole in memory), runs the alpha^2 GEMMs
+/// against the shared V and transforms its products into y.
+template <class Blocks, class W>
+struct WinogradHostFilterParts {
+  using Acc = typename Blocks::compute_type;
+  static constexpr Layout L = Blocks::layout;
+  Blocks blocks;
+  const W* w;
+  LogicalStrides ws;
+  const Acc* v;
+  const WinogradTilePosition* at;
+  std::int64_t nt;
+  unsigned char* slots;
+  std::size_t slot_bytes, z_bytes;
+
+  void operator()(const std::int64_t part) const {
+    const int slot = blocks.token.acquire();
+    unsigned char* base = slots + std::size_t(slot) * slot_bytes;
+    Acc* z = reinterpret_cast<Acc*>(base);
+    Acc* u_part = reinterpret_cast<Acc*>(base + z_bytes);
+    const std::int64_t m0 = part * blocks.part_filters;
+    const std::int64_t m1 = std::min(blocks.M, m0 + blocks.part_filters);
+    // The part's U: NCHW rows of its m1 - m0 filters, NHWC columns of them in whole vectors.
+    const std::int64_t width = L == Layout::NCHW ? m1 - m0 : round_up(m1 - m0, Blocks::lanes);
+    const WinogradHostFilterTransform<L, Blocks::tile, W, Acc> filters{
+        w + m0 * ws.n, ws, u_part, m1 - m0, blocks.C, width};
+    for (std::int64_t i = 0; i < filters.items(); ++i)
+      filters(i);
+    blocks.gemms(v, z, nt, m0, m1, u_part, winograd_plane(width * blocks.C),
+                 L == Layout::NCHW ? blocks.C : width);
+    blocks.output(z, at, nt, m0, m1);
+    blocks.token.release(slot);
   }
 };
 

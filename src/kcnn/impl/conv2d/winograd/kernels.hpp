@@ -48,15 +48,12 @@ struct WinogradOrder {
   }
 };
 
-/// U[xi] = (G w(m, c) G^T)[xi] for m < m_pad and c < c_pad (NHWC's rows hold m_pad >= M
-/// filters, the host pipeline's whole vectors and the fused GPU kernel's whole blocks,
-/// zeros past M; its c_pad >= C rows are zeros past C; NCHW: m_pad = M, c_pad = C). One item per
-/// block of `block` x `block` (m, c) pairs, walked in U's order (NCHW: c fastest, NHWC: m fastest)
-/// so that an item's writes to each of the alpha^2 planes are runs of `block` values and its reads
-/// of w runs of `block` channels (NHWC) or whole filters (NCHW). Hosts take blocks of 16: with one
-/// (m, c) per item, NHWC's reads of w were a cache line per value, 24 ms of the 512-channel layer's
-/// 49 (2 EPYC cores); with blocks of 8 each 64-byte line of U was written by two items far apart,
-/// read for ownership twice (17 of 39 ms). GPUs take blocks of 1 (enough items for the device).
+/// U[xi] = (G w(m, c) G^T)[xi] for m < m_pad and c < c_pad on device backends (NHWC's rows
+/// hold m_pad >= M filters, the fused GPU kernel's whole blocks, zeros past M; its
+/// c_pad >= C rows are zeros past C; NCHW: m_pad = M, c_pad = C). One item per (m, c),
+/// walked in U's order (NCHW: c fastest, NHWC: m fastest), so that a warp's writes to
+/// each of the alpha^2 planes are one run. Host backends take WinogradHostFilterTransform
+/// (host_blocks.hpp: a vector of pairs at a time).
 template <Layout L, int Tile, class T, class Acc>
 struct WinogradFilterTransform {
   using Transform = WinogradTransform2D<WinogradF3<Tile>>;
@@ -65,36 +62,16 @@ struct WinogradFilterTransform {
   LogicalStrides ws;
   Acc* u;
   std::int64_t M, C, m_pad;
-  int block;
   std::int64_t c_pad;
 
   /// Items for the whole of U.
-  std::int64_t items() const {
-    return ((m_pad + block - 1) / block) * ((c_pad + block - 1) / block);
-  }
+  std::int64_t items() const { return m_pad * c_pad; }
 
   KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i) const {
-    // Items walk U's order: NHWC's blocks of one channel row are neighbours (on a GPU,
-    // block 1, a warp's writes are one run of filters), NCHW's of one filter row.
-    const std::int64_t c_blocks = (c_pad + block - 1) / block;
-    const std::int64_t m_blocks = (m_pad + block - 1) / block;
-    std::int64_t mb, cb;
-    if (L == Layout::NHWC && block == 1) {
-      cb = i / m_blocks, mb = i - cb * m_blocks;
-    } else {
-      mb = i / c_blocks, cb = i - mb * c_blocks;
-    }
-    const std::int64_t m0 = mb * block, c0 = cb * block;
-    const std::int64_t m_end = m0 + block < m_pad ? m0 + block : m_pad;
-    const std::int64_t c_end = c0 + block < c_pad ? c0 + block : c_pad;
     if constexpr (L == Layout::NCHW) {
-      for (std::int64_t m = m0; m < m_end; ++m)
-        for (std::int64_t c = c0; c < c_end; ++c)
-          transform(m, c);
+      transform(i / c_pad, i % c_pad);
     } else {
-      for (std::int64_t c = c0; c < c_end; ++c)
-        for (std::int64_t m = m0; m < m_end; ++m)
-          transform(m, c);
+      transform(i % m_pad, i / m_pad);
     }
   }
 

@@ -20,9 +20,11 @@
 ///  - The filters are transformed on every call (WinogradFilterTransform, alpha^2 M C
 ///    values in the workspace), or once by kcnn::WinogradFilters (winograd_filters.hpp).
 ///  - Host backends (host_blocks.hpp): the tiles are processed in blocks sized for the
-///    caches; a thread takes a block, transforms its patches into its own slot of the
+///    caches; a thread takes a block (or, with fewer blocks than threads and a large U,
+///    a part of a block's filters), transforms its patches into its own slot of the
 ///    workspace, runs the alpha^2 GEMMs on a register-blocked micro-kernel and
-///    transforms the products into y. Nothing transform-domain leaves the thread's caches.
+///    transforms the products into y. Nothing transform-domain but U leaves the thread's
+///    caches.
 ///  - CUDA, float tensors: F(2x2) in one fused kernel (device_fused.hpp: the input
 ///    transform in the GEMMs' tile loader, the output transform, bias and activation in
 ///    their epilogue; only U is in the workspace).
@@ -76,6 +78,12 @@ struct WinogradTuning {
   /// CUDA, float tensors: the fused F(2x2) kernel (with tile 0 or 2), else the staged
   /// pipeline.
   bool device_fused = true;
+  /// Host: filters per part where the threads share a block's filters (0: the planner's
+  /// parts, only where U is large and the blocks fewer than the threads).
+  std::int64_t host_part_filters = 0;
+  /// Host: where the threads share the only block's filters and U is not given, each part
+  /// transforms its own filters (the shared-block pipeline, WinogradHostFilterParts).
+  bool host_fused_filters = true;
 };
 
 struct WinogradPlan {
@@ -91,8 +99,21 @@ struct WinogradPlan {
   std::size_t u_bytes = 0;  ///< transformed filters, alpha^2 m_pad C values
   std::size_t v_bytes = 0, z_bytes = 0;  ///< one slot's transformed patches and products
   std::size_t tiles_bytes = 0;           ///< one host slot's tile positions
-  std::size_t slot_bytes() const { return v_bytes + z_bytes + tiles_bytes; }
-  std::size_t workspace_bytes() const { return u_bytes + std::size_t(slots) * slot_bytes(); }
+  /// Host: a block's filters are split into `parts` of part_filters (whole vectors), a
+  /// work item per block and part (WinogradHostBlocks).
+  std::int64_t part_filters = 0, parts = 1;
+  /// Host, the shared-block pipeline: one block, its V and tile positions shared
+  /// (shared_bytes), each slot its part's Z and U (u_part_bytes), no U in the workspace.
+  bool host_fused_filters = false;
+  std::size_t u_part_bytes = 0, shared_bytes = 0;
+  std::size_t slot_bytes() const {
+    return host_fused_filters ? z_bytes + u_part_bytes : v_bytes + z_bytes + tiles_bytes;
+  }
+  /// U's bytes in the workspace (none in the shared-block pipeline).
+  std::size_t u_workspace_bytes() const { return host_fused_filters ? 0 : u_bytes; }
+  std::size_t workspace_bytes() const {
+    return u_workspace_bytes() + shared_bytes + std::size_t(slots) * slot_bytes();
+  }
 };
 
 /// Reduction lengths up to which F(4x4) is within the Strict tolerance: its error stays
@@ -207,10 +228,28 @@ inline WinogradPlan plan_winograd(const char* op, const Conv2dProblem& pb, std::
     const auto target = std::max<std::int64_t>(
         unit, static_cast<std::int64_t>(block_bytes / per_tile) / unit * unit);
     const std::int64_t balanced = (plan.tiles + plan.slots - 1) / plan.slots;
-    chunk = std::min({chunk, target, std::max<std::int64_t>(1, balanced)});
+    const std::int64_t blocks =
+        (plan.tiles + std::min(chunk, target) - 1) / std::min(chunk, target);
+    if (tuning.host_part_filters > 0 ||
+        (plan.u_bytes > tuning.host_large_filters_bytes && blocks < plan.slots)) {
+      // Fewer cache-sized blocks than threads, and U outgrows the caches: rather than
+      // smaller blocks of tiles (each of which reads all of U), the threads share a
+      // block's filters, each reading its part of U (the 512-channel layer at N = 8, 32
+      // tiles, NCHW: 7.3-7.4 -> 5.4-5.7 ms; NHWC 6.2-6.5 -> 5.9-6.1; 2-core AMD Zen 5,
+      // session 42).
+      chunk = std::min(chunk, target);
+      const std::int64_t parts = (plan.slots + blocks - 1) / blocks;
+      plan.part_filters = round_up(
+          tuning.host_part_filters > 0 ? tuning.host_part_filters : (pb.M + parts - 1) / parts,
+          host_lanes);
+    } else {
+      chunk = std::min({chunk, target, std::max<std::int64_t>(1, balanced)});
+    }
   }
   plan.chunk_tiles = std::max<std::int64_t>(1, std::min({chunk, plan.tiles, int_max}));
   plan.chunks = (plan.tiles + plan.chunk_tiles - 1) / plan.chunk_tiles;
+  if (plan.part_filters == 0) plan.part_filters = plan.m_pad;
+  plan.parts = (pb.M + plan.part_filters - 1) / std::max<std::int64_t>(1, plan.part_filters);
   const std::int64_t row_tiles = round_up(plan.chunk_tiles, plan.lanes);
   plan.v_bytes =
       align_up(static_cast<std::size_t>(a2 * winograd_plane(pb.C * row_tiles)) * elem_bytes);
@@ -219,6 +258,21 @@ inline WinogradPlan plan_winograd(const char* op, const Conv2dProblem& pb, std::
   if (plan.host_blocked)
     plan.tiles_bytes =
         align_up(static_cast<std::size_t>(plan.chunk_tiles) * sizeof(WinogradTilePosition));
+  if (plan.host_blocked && plan.parts > 1 && plan.chunks == 1 && u_in_workspace &&
+      tuning.host_fused_filters) {
+    // The shared-block pipeline: parts of 4 vectors of filters (a register block's width
+    // on AVX-512), so that a part's U stays in the caches between its transform and its
+    // GEMMs, where the workspace holds it.
+    WinogradPlan shared = plan;
+    shared.host_fused_filters = true;
+    if (tuning.host_part_filters == 0)
+      shared.part_filters = std::min(plan.m_pad, std::int64_t(4) * host_lanes);
+    shared.parts = (pb.M + shared.part_filters - 1) / shared.part_filters;
+    shared.u_part_bytes = align_up(
+        static_cast<std::size_t>(a2 * winograd_plane(shared.part_filters * pb.C)) * elem_bytes);
+    shared.shared_bytes = plan.v_bytes + plan.tiles_bytes;
+    if (shared.workspace_bytes() + kScratchAlign <= limit_bytes) return shared;
+  }
   return plan;
 }
 
@@ -298,17 +352,30 @@ void winograd_transform_filters(const ExecSpace& space, const WinogradFilterSour
         const auto f = WinogradFusedFilterLayout::of(pb.C, pb.M);
         using Filters = WinogradFilterTransform<Layout::NHWC, Tile, W, Acc>;
         const WinogradFusedFilterTransform<Filters> filters{
-            Filters{source.w, source.ws, u, pb.M, pb.C, f.filters_pad, 1, f.channels_pad}};
+            Filters{source.w, source.ws, u, pb.M, pb.C, f.filters_pad, f.channels_pad}};
         Kokkos::parallel_for("kcnn::conv2d::winograd::filter_transform",
                              Range(space, 0, filters.items()), filters);
         return;
       }
     }
 #endif
-    const WinogradFilterTransform<L, Tile, W, Acc> filters{
-        source.w, source.ws, u, pb.M, pb.C, plan.m_pad, runs_on_host_v<ExecSpace> ? 16 : 1, pb.C};
-    Kokkos::parallel_for("kcnn::conv2d::winograd::filter_transform",
-                         Range(space, 0, filters.items()), filters);
+    if constexpr (runs_on_host_v<ExecSpace>) {
+      using Filters = WinogradHostFilterTransform<L, Tile, W, Acc>;
+      Filters filters{source.w, source.ws, u, pb.M, pb.C, plan.m_pad};
+      // Streaming stores: U is written once here and read by the blocks' GEMMs after the
+      // whole transform; reading each line of U for ownership first took half the time
+      // (512-channel layer: 3.6 -> 1.7 ms; 256: 0.34 -> 0.26; the whole call no slower
+      // from 64 channels up: 2-core AMD Zen 5, session 42).
+      filters.streaming =
+          aligned_to(u, Filters::Vector::alignment) && filters.row_length() % Filters::lanes == 0;
+      Kokkos::parallel_for("kcnn::conv2d::winograd::filter_transform",
+                           Range(space, 0, filters.items()), filters);
+    } else {
+      const WinogradFilterTransform<L, Tile, W, Acc> filters{source.w, source.ws,  u,   pb.M,
+                                                             pb.C,     plan.m_pad, pb.C};
+      Kokkos::parallel_for("kcnn::conv2d::winograd::filter_transform",
+                           Range(space, 0, filters.items()), filters);
+    }
   };
   if (plan.tile == 2) {
     transform(std::integral_constant<int, 2>{});
@@ -328,14 +395,16 @@ void conv2d_winograd_run(const ExecSpace& space, const XView& x,
   using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
   constexpr int a2 = (Tile + 2) * (Tile + 2);
 
-  // U in the workspace's first u_bytes, unless transformed beforehand.
+  // U in the workspace's first u_bytes, unless transformed beforehand or by the parts of
+  // the shared-block pipeline.
   const bool transformed = filter_source.is_transformed;
+  const std::size_t u_bytes = transformed ? 0 : plan.u_workspace_bytes();
   auto lease = WorkspaceCache<ExecSpace>::acquire(
-      space, plan.workspace_bytes() - (transformed ? plan.u_bytes : 0));
+      space, plan.workspace_bytes() - plan.u_workspace_bytes() + u_bytes);
   unsigned char* base = lease.data();
-  unsigned char* slots = transformed ? base : base + plan.u_bytes;
+  unsigned char* slots = base + u_bytes;
   const Acc* u = filter_source.transformed;
-  if (!transformed) {
+  if (!transformed && !plan.host_fused_filters) {
     Acc* u_written = reinterpret_cast<Acc*>(base);
     winograd_transform_filters<L>(space, filter_source, u_written, pb, plan);
     u = u_written;
@@ -403,18 +472,54 @@ void conv2d_winograd_run(const ExecSpace& space, const XView& x,
                " threads");
       using Policy = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>,
                                          Kokkos::IndexType<std::int64_t>>;
-      Kokkos::parallel_for("kcnn::conv2d::winograd::host_blocks",
-                           Policy(space, 0, plan.chunks).set_chunk_size(1),
-                           WinogradHostBlocks<L, Tile, T, Acc, Bias, Y, ExecSpace>{
-                               x.data(),     xs,           u,
-                               y.data(),     ys,           bias_data,
-                               bias_stride,  grid,         pb.C,
-                               pb.H,         pb.W,         pb.M,
-                               pb.P,         pb.Q,         plan.m_pad,
-                               pb.pad_h,     pb.pad_w,     pb.activation,
-                               token,        slots,        plan.slot_bytes(),
-                               plan.v_bytes, plan.z_bytes, plan.chunk_tiles,
-                               plan.tiles});
+      using Blocks = WinogradHostBlocks<L, Tile, T, Acc, Bias, Y, ExecSpace>;
+      const Blocks blocks{x.data(),
+                          xs,
+                          u,
+                          y.data(),
+                          ys,
+                          bias_data,
+                          bias_stride,
+                          grid,
+                          pb.C,
+                          pb.H,
+                          pb.W,
+                          pb.M,
+                          pb.P,
+                          pb.Q,
+                          plan.m_pad,
+                          pb.pad_h,
+                          pb.pad_w,
+                          pb.activation,
+                          token,
+                          slots,
+                          plan.slot_bytes(),
+                          plan.v_bytes,
+                          plan.z_bytes,
+                          plan.chunk_tiles,
+                          plan.tiles,
+                          plan.part_filters};
+      if (!plan.host_fused_filters) {
+        Kokkos::parallel_for("kcnn::conv2d::winograd::host_blocks",
+                             Policy(space, 0, plan.chunks * plan.parts).set_chunk_size(1), blocks);
+        return;
+      }
+      // The shared-block pipeline: one block of all tiles; its positions and V in the
+      // shared region, then the parts of the filters (slots after the shared region).
+      using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
+      Acc* v = reinterpret_cast<Acc*>(slots);
+      auto* at = reinterpret_cast<WinogradTilePosition*>(slots + plan.v_bytes);
+      const std::int64_t nt = plan.tiles;
+      Kokkos::parallel_for("kcnn::conv2d::winograd::host_tile_positions", Range(space, 0, nt),
+                           WinogradHostTilePositions{at, grid, 0});
+      Kokkos::parallel_for("kcnn::conv2d::winograd::host_shared_input",
+                           Range(space, 0, L == Layout::NHWC ? nt : pb.C),
+                           WinogradHostSharedInput<Blocks>{blocks, v, at, nt});
+      Kokkos::parallel_for("kcnn::conv2d::winograd::host_filter_parts",
+                           Policy(space, 0, plan.parts).set_chunk_size(1),
+                           WinogradHostFilterParts<Blocks, W>{
+                               blocks, filter_source.w, filter_source.ws, v, at, nt,
+                               slots + plan.shared_bytes, plan.slot_bytes(), plan.z_bytes});
       return;
     }
   }
@@ -468,7 +573,7 @@ std::size_t conv2d_winograd_from(const ExecSpace& space, const XView& x,
                     HostVector<Acc>::lanes, threads, tuning,
                     winograd_fusable<ExecSpace, view_scalar_t<XView>>, !filters.is_transformed);
   const std::size_t workspace =
-      plan.workspace_bytes() - (filters.is_transformed ? plan.u_bytes : 0);
+      plan.workspace_bytes() - (filters.is_transformed ? plan.u_workspace_bytes() : 0);
   if (filters.is_transformed) {
     const WinogradFiltersLayout want = winograd_filters_layout(pb, plan);
     throw_if(want != filters.transformed_layout, op, "the transformed Winograd filters (",
