@@ -520,14 +520,14 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
   };
   expect_rules(host_double, Target::Host, HostIsa::Generic, f64);
   // ResNet's NCHW 3x3 layer on a CPU: the BLAS on AVX-512 + AMX builds (Intel Xeon),
-  // ImplicitGemm on AMD Zen 4's AVX-512.
+  // Winograd on AMD Zen 5's AVX-512 (session 42).
   const auto resnet = problem(8, 64, 56, 56, 64, 3, 3, 1, 1);
   EXPECT_EQ(select_for(resnet, Target::Host, kEverything, HostIsa::Avx512Amx).algo,
             ConvAlgo::Im2colGemm);
   EXPECT_EQ(std::string(select_for(resnet, Target::Host, kEverything, HostIsa::Avx512Amx).reason),
             "host_amx_nchw_long_reduction");
   EXPECT_EQ(select_for(resnet, Target::Host, kEverything, HostIsa::Avx512).algo,
-            ConvAlgo::ImplicitGemm);
+            ConvAlgo::Winograd);
   // AVX2 (AMD EPYC Zen 3, session 32): Tiled's register-blocked kernel for float and
   // double in both layouts, pointwise layers excepted (the BLAS); float 3x3 stride-1
   // layers of 32 to 128 channels over at least 256 tiles: Winograd (session 34).
@@ -567,21 +567,29 @@ TEST(AlgoSelect, HeuristicRulesByElementTypeAndHostIsa) {
                 select_for(resnet, Target::Host, kEverything, HostIsa::Avx2, ElementKind::BFloat16)
                     .reason),
             "host_16bit_nchw_gemm");
-  // AVX-512 without AMX (AMD EPYC Zen 5, session 25): Tiled's register-blocked kernel in
-  // NHWC float on every ResNet 3x3 layer; pointwise layers keep the BLAS, double and
-  // NCHW their rules.
-  const RuleExpectation avx512_nhwc[] = {
-      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled,
-       "host_avx512_nhwc_direct"},
-      {problem(8, 256, 14, 14, 256, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled,
-       "host_avx512_nhwc_direct"},
-      {problem(8, 512, 7, 7, 512, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Tiled,
-       "host_avx512_nhwc_direct"},
+  // AVX-512 without AMX (AMD EPYC Zen 5, sessions 25 and 42), float: Winograd on 3x3
+  // stride-1 layers of 32 to 512 channels over at least 32 tiles, Tiled's
+  // register-blocked kernel on the others in both layouts; pointwise layers keep the
+  // BLAS, double its rules.
+  const RuleExpectation avx512[] = {
+      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Winograd,
+       "host_avx512_winograd"},
+      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1), ConvAlgo::Winograd, "host_avx512_winograd"},
+      {problem(8, 256, 14, 14, 256, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Winograd,
+       "host_avx512_winograd"},
+      {problem(8, 512, 7, 7, 512, 3, 3, 1, 1, Layout::NHWC), ConvAlgo::Winograd,
+       "host_avx512_winograd"},
+      {problem(8, 512, 7, 7, 512, 3, 3, 1, 1), ConvAlgo::Winograd, "host_avx512_winograd"},
+      // 1,024 channels; 16 tiles; 16 channels; stride 2; a fused pooling: Tiled.
+      {problem(8, 1024, 7, 7, 1024, 3, 3, 1, 1), ConvAlgo::Tiled, "host_avx512_direct"},
+      {problem(4, 512, 7, 7, 512, 3, 3, 1, 1), ConvAlgo::Tiled, "host_avx512_direct"},
+      {problem(8, 16, 112, 112, 16, 3, 3, 1, 1), ConvAlgo::Tiled, "host_short_reduction"},
+      {problem(8, 64, 56, 56, 64, 3, 3, 2, 1), ConvAlgo::Tiled, "host_avx512_direct"},
+      {pooled(problem(8, 64, 56, 56, 64, 3, 3, 1, 1), 2), ConvAlgo::Tiled, "host_avx512_direct"},
       {problem(8, 256, 56, 56, 64, 1, 1, 1, 0, Layout::NHWC), ConvAlgo::Im2colGemm,
        "host_pointwise"},
-      {problem(8, 64, 56, 56, 64, 3, 3, 1, 1), ConvAlgo::ImplicitGemm, "host_nchw_gemm"},
   };
-  expect_rules(avx512_nhwc, Target::Host, HostIsa::Avx512, ElementKind::Float32);
+  expect_rules(avx512, Target::Host, HostIsa::Avx512, ElementKind::Float32);
   EXPECT_EQ(select_for(problem(8, 512, 7, 7, 512, 3, 3, 1, 1, Layout::NHWC), Target::Host,
                        kEverything, HostIsa::Avx512Amx)
                 .algo,

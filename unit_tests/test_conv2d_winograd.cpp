@@ -421,9 +421,9 @@ TEST(WinogradBackwardData, ForcedMatchesTheHostGradient) {
 }
 
 // The public conv2d_backward_data takes Winograd exactly where Auto would pick it for the
-// forward convolution with the rotated filters (backward_data_prefers_winograd: on GPUs
-// and AVX2 CPUs, float, enough channels and tiles), and its result matches the host
-// gradient either way; padding 3 never takes it.
+// forward convolution with the rotated filters (backward_data_prefers_winograd: on GPUs,
+// AVX2 and AVX-512 CPUs without AMX, float, enough channels and tiles), and its result
+// matches the host gradient either way; padding 3 never takes it.
 TEST(WinogradBackwardData, PublicCallTakesItWhereAutoPicksWinograd) {
   using Space = Kokkos::DefaultExecutionSpace;
   const ConvCase cases[] = {{"resnet_like", 2, 64, 32, 32, 64, 3, 3, 1, 1, 1, 1},
@@ -438,8 +438,9 @@ TEST(WinogradBackwardData, PublicCallTakesItWhereAutoPicksWinograd) {
           Impl::backward_data_prefers_winograd<Space, float>(Impl::backward_data_as_forward(bd.pb));
       if (c.pad_h == 3) {
         EXPECT_FALSE(prefers);
-      } else if (!Impl::runs_on_host_v<Space> || Impl::build_host_isa() == Impl::HostIsa::Avx2) {
-        EXPECT_TRUE(prefers);  // the rules measured for GPUs and AVX2 CPUs take this layer
+      } else if (!Impl::runs_on_host_v<Space> || Impl::build_host_isa() == Impl::HostIsa::Avx2 ||
+                 Impl::build_host_isa() == Impl::HostIsa::Avx512) {
+        EXPECT_TRUE(prefers);  // the rules measured for GPUs and these CPUs take this layer
       }
       const LaunchedKernels launched;
       kcnn::conv2d_backward_data(Space(), bd.dy, bd.w, bd.dx, c.params());

@@ -41,8 +41,8 @@ namespace kcnn {
 /// (with padding at most (R - 1) x dilation) dx is a forward convolution of dy with the
 /// rotated, transposed filters: for 3x3 undilated filters ConvAlgo::Winograd computes it
 /// where Auto picks Winograd for that forward convolution and its workspace fits
-/// (impl/backward/conv2d_backward_data_winograd.hpp; float, on GPUs and AVX2 CPUs with
-/// enough channels); else on CPUs, float and double, Tiled's register-blocked kernel
+/// (impl/backward/conv2d_backward_data_winograd.hpp; float, on GPUs and AVX2 and AVX-512
+/// CPUs with enough channels); else on CPUs, float and double, Tiled's register-blocked kernel
 /// (impl/backward/conv2d_backward_data_direct.hpp); otherwise per chunk of images
 /// a GEMM of the weights with dy into unrolled columns, folded back into dx by col2im
 /// (impl/backward/conv2d_backward_gemm.hpp). Depthwise layers (groups = C > 1, M = k C):

@@ -176,16 +176,22 @@ inline constexpr std::int64_t kFewFiltersDoubleNhwcDevice = 8;
 inline constexpr std::int64_t kWideGemmFiltersDoubleDevice = 64;
 /// GPU, NHWC 1x1: cuBLAS on the input itself leads up to this many filters.
 inline constexpr std::int64_t kPointwiseNhwcGemmFiltersDevice = 64;
-/// Host, AVX2, float, 3x3 stride-1 undilated unpooled layers: Winograd's F(4x4) leads
-/// Tiled and oneDNN's blocked layout from kWinogradMinChannelsHost to
-/// kWinogradMaxChannelsHost input channels with at most kWinogradMaxFiltersHost filters
-/// and at least kWinogradMinTilesHost 4x4 output tiles (TUNING.md, session 34: the 64-,
-/// 128- and 256-channel ResNet layers at N=8; 16 and 3 channels and the 512-channel
-/// layer at 7x7, 32 tiles, slower than Tiled).
+/// Host, AVX2 and AVX-512 without AMX, float, 3x3 stride-1 undilated unpooled layers:
+/// Winograd's F(4x4) leads Tiled and oneDNN's blocked layout from kWinogradMinChannelsHost
+/// to kWinogradMaxChannelsHost input channels with at most kWinogradMaxFiltersHost filters
+/// and at least kWinogradMinTilesHost 4x4 output tiles (TUNING.md, session 34 on AVX2,
+/// session 42 on AVX-512: the 64-, 128- and 256-channel ResNet layers at N=8; 16 and 3
+/// channels and the 512-channel layer at 7x7, 32 tiles, slower than Tiled).
 inline constexpr std::int64_t kWinogradMinChannelsHost = 32;
 inline constexpr std::int64_t kWinogradMaxChannelsHost = 256;
 inline constexpr std::int64_t kWinogradMaxFiltersHost = 256;
 inline constexpr std::int64_t kWinogradMinTilesHost = 128;
+/// The same on AVX-512 builds without AMX (AMD Zen 5, session 42, after the vectorized
+/// filter transform): Winograd also leads Tiled on the 512-channel layers at 7x7 (32
+/// tiles: NCHW / NHWC 4.22 / 4.72 ms against 5.76 / 5.59) and 14x14 (11.4 / 11.8
+/// against 20.3 / 30.4), and oneDNN's blocked layout (4.71 and 19.2).
+inline constexpr std::int64_t kWinogradMaxChannelsHostAvx512 = 512;
+inline constexpr std::int64_t kWinogradMinTilesHostAvx512 = 32;
 /// GPU (CUDA), float, 3x3 stride-1 undilated unpooled layers outside TF32 math:
 /// Winograd's fused F(2x2) kernel leads Tiled and ImplicitGemm (TUNING.md, session 35,
 /// H200) with at least kWinogradMinChannelsDevice channels and either
@@ -442,6 +448,18 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
                 winograd_4x4_tiles(pb) >= kWinogradMinTilesHost;
        },
        {A::Winograd, A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
+      // AVX-512 builds without AMX (AMD EPYC Zen 5, session 42): F(4x4) 1.4-2x Tiled's
+      // register-blocked kernel and 1.05-1.9x oneDNN's blocked layout on the four ResNet
+      // layers, 512 channels included (TUNING.md).
+      {"host_avx512_winograd",
+       H,
+       [](P pb, C c) {
+         return c.host_isa == HostIsa::Avx512 && c.element == ElementKind::Float32 &&
+                is_winograd_3x3(pb) && !pb.has_pool && pb.C >= kWinogradMinChannelsHost &&
+                pb.C <= kWinogradMaxChannelsHostAvx512 && pb.M <= kWinogradMaxChannelsHostAvx512 &&
+                winograd_4x4_tiles(pb) >= kWinogradMinTilesHostAvx512;
+       },
+       {A::Winograd, A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
       {"host_avx2_direct",
        H,
        [](P, C c) {
@@ -515,17 +533,16 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
                 unit_stride_and_dilation(pb) && reduction_length(pb) >= kLongReductionHostAmx;
        },
        {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
-      // AVX-512 builds without AMX (AMD EPYC Zen 5, session 25), NHWC float: Tiled's
-      // register-blocked kernel leads every NHWC layer of the suites measured (ResNet 3x3
-      // 64 / 128 / 256 / 512 channels 3.0 / 2.7 / 2.0 / 1.4x the BLAS, AlexNet conv1 and
-      // the odd shapes 1.8-3.2x ImplicitGemm or the BLAS; TUNING.md). Pointwise layers
-      // keep host_pointwise above, though Tiled measured 1.9x the BLAS there too.
-      {"host_avx512_nhwc_direct",
+      // AVX-512 builds without AMX (AMD EPYC Zen 5), float: Tiled's register-blocked
+      // kernel leads every NHWC layer of the suites measured (session 25: ResNet 3x3 64 /
+      // 128 / 256 / 512 channels 3.0 / 2.7 / 2.0 / 1.4x the BLAS, AlexNet conv1 and the
+      // odd shapes 1.8-3.2x ImplicitGemm or the BLAS) and, since it serves NCHW too, the
+      // NCHW ResNet layers (session 42: 1.2-1.4x ImplicitGemm, 2-2.3x the BLAS; TUNING.md).
+      // Pointwise layers keep host_pointwise above, though Tiled measured 1.9x the BLAS
+      // there too.
+      {"host_avx512_direct",
        H,
-       [](P pb, C c) {
-         return c.host_isa == HostIsa::Avx512 && c.element == ElementKind::Float32 &&
-                pb.layout == Layout::NHWC;
-       },
+       [](P, C c) { return c.host_isa == HostIsa::Avx512 && c.element == ElementKind::Float32; },
        {A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
       // 16-bit tensors, the other NCHW layers: the BLAS sgemm on the unrolled matrix's float
       // copy (ImplicitGemm converts each element in its inner loop: 1.5-1.6x slower here).
