@@ -15,7 +15,10 @@
 /// the portable fallback (their host kernels are not the ones users time).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <numeric>
 
 #if !defined(__CUDACC__) && !defined(__HIPCC__) && \
     (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)))
@@ -61,6 +64,23 @@ inline constexpr int kHostVectorRegisters =
 #else
     16;
 #endif
+
+/// The L1 data cache as the host kernels' store orders assume it: addresses a multiple of
+/// kHostL1SetSpan bytes apart fall into one set of kHostL1Ways lines of kHostCacheLine
+/// bytes (x86 cores since Intel Sandy Bridge and AMD Zen: 32 KB 8-way or 48 KB 12-way;
+/// the smaller associativity).
+inline constexpr std::size_t kHostL1SetSpan = 4096;
+inline constexpr std::size_t kHostL1Ways = 8;
+inline constexpr std::size_t kHostCacheLine = 64;
+
+/// Whether `streams` store streams `stride_bytes` apart (writing a line of each in turn)
+/// need more lines of one L1 set than it holds.
+inline bool host_l1_streams_collide(std::int64_t stride_bytes, std::int64_t streams) {
+  const auto stride = static_cast<std::size_t>(stride_bytes < 0 ? -stride_bytes : stride_bytes);
+  const std::size_t shared = std::gcd(stride, kHostL1SetSpan);  // gcd(0, span) = span
+  const std::size_t sets = kHostL1SetSpan / std::max(shared, kHostCacheLine);
+  return static_cast<std::size_t>(streams) > kHostL1Ways * sets;
+}
 
 /// The portable fallback: `lanes` values in an array, element loops the compiler may
 /// vectorize (16 bytes: SSE2, x86-64's baseline).

@@ -677,20 +677,41 @@ struct TiledHostSimdKernel {
     for (int mm = 0; mm < MB; ++mm)
       bias_block[mm] =
           bias && mm < count ? static_cast<T>(to_compute(bias[(m0 + mm) * bias_stride])) : T(0);
+    const auto at = [&](const TiledHostSimdPixel& p) {
+      return y + p.n * ys.n + std::int64_t(p.oh) * ys.h + std::int64_t(p.ow) * ys.w +
+             std::int64_t(m0) * ys.c;
+    };
+    // Filters a plane apart (NCHW) whose planes share L1 sets (planes of 64x64, 128x128,
+    // 224x224 floats: a multiple of 4 KB apart): filter by filter, each plane written along
+    // its rows. Pixel by pixel, a pixel's stores to those planes evicted each other's lines
+    // (2-core Zen 5, session 42, Tiled NCHW, N = 8, 64 filters: 224x224 116-135 -> 23-26
+    // ms, 128x128 67 -> 14, 64x64 14 -> 5.2); elsewhere pixel by pixel, 10-25% faster
+    // (ResNet's NCHW layers, AlexNet conv1, LeNet C3; perf_tests/data/
+    // cpu-2026-11-30-s42-tiled-nchw-store.txt).
+    const bool by_filter =
+        ys.c != 1 && host_l1_streams_collide(ys.c * std::int64_t(sizeof(Y)), count);
     with_activation(activation, [&](auto act) {
-      for (std::int64_t j = j0; j < j1; ++j, plan.next(px)) {
+      constexpr Activation Act = decltype(act)::value;
+      if (by_filter) {
+        for (int mm = 0; mm < count; ++mm) {
+          TiledHostSimdPixel p = px;
+          for (std::int64_t j = j0; j < j1; ++j, plan.next(p))
+            at(p)[mm * ys.c] =
+                from_compute<Y>(apply_activation(Act, rows[(j - j0) * MB + mm] + bias_block[mm]));
+        }
+        return;
+      }
+      TiledHostSimdPixel p = px;
+      for (std::int64_t j = j0; j < j1; ++j, plan.next(p)) {
         const T* const src = rows + (j - j0) * MB;
-        Y* const dst = y + px.n * ys.n + std::int64_t(px.oh) * ys.h + std::int64_t(px.ow) * ys.w +
-                       std::int64_t(m0) * ys.c;
+        Y* const dst = at(p);
         if (ys.c == 1) {
           KCNN_HOST_SIMD
           for (int mm = 0; mm < count; ++mm)
-            dst[mm] =
-                from_compute<Y>(apply_activation(decltype(act)::value, src[mm] + bias_block[mm]));
+            dst[mm] = from_compute<Y>(apply_activation(Act, src[mm] + bias_block[mm]));
         } else {
           for (int mm = 0; mm < count; ++mm)
-            dst[mm * ys.c] =
-                from_compute<Y>(apply_activation(decltype(act)::value, src[mm] + bias_block[mm]));
+            dst[mm * ys.c] = from_compute<Y>(apply_activation(Act, src[mm] + bias_block[mm]));
         }
       }
     });
