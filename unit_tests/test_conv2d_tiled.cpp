@@ -97,6 +97,11 @@ TEST(Conv2dTiledHostSimd, MatchesDoubleReference) {
       // a block, split evenly (31 columns: 11, 10, 10), at unit stride and at stride 2.
       {"m12_q31_row_blocks", 2, 3, 5, 31, 12, 3, 3, 1, 1, 1, 1},
       {"m10_q31_stride2_row_blocks", 2, 5, 7, 61, 10, 3, 3, 2, 2, 1, 1},
+      // NCHW output planes a multiple of 4 KB apart (32x32 and 16x64 outputs: float 4 KB,
+      // double 8 KB), stored filter by filter where a block has more filters than an L1
+      // set has ways (host_l1_streams_collide), pixel by pixel in a block of fewer.
+      {"m40_p32_q32_planes_share_sets", 2, 3, 34, 34, 40, 3, 3},
+      {"m24_p16_q64_planes_share_sets", 1, 5, 16, 64, 24, 3, 3, 1, 1, 1, 1},
   };
   int i = 0;
   for (ConvCase c : shapes) {
