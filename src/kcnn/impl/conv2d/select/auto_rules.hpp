@@ -255,6 +255,15 @@ inline std::int64_t winograd_4x4_tiles(const Conv2dProblem& pb) {
   return pb.N * ((pb.P + 3) / 4) * ((pb.Q + 3) / 4);
 }
 
+/// An unpooled 3x3 stride-1 layer in a host Winograd rule's range (Tiled fuses the
+/// pooling): from kWinogradMinChannelsHost channels, at most max_channels channels and
+/// max_filters filters, at least min_tiles 4x4 output tiles.
+inline bool host_winograd_range(const Conv2dProblem& pb, std::int64_t max_channels,
+                                std::int64_t max_filters, std::int64_t min_tiles) {
+  return is_winograd_3x3(pb) && !pb.has_pool && pb.C >= kWinogradMinChannelsHost &&
+         pb.C <= max_channels && pb.M <= max_filters && winograd_4x4_tiles(pb) >= min_tiles;
+}
+
 /// 1x1, stride 1, no padding: the unrolled matrix is the input itself.
 inline bool is_pointwise(const Conv2dProblem& pb) {
   return pb.R == 1 && pb.S == 1 && pb.stride_h == 1 && pb.stride_w == 1 && pb.pad_h == 0 &&
@@ -443,9 +452,8 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
        H,
        [](P pb, C c) {
          return c.host_isa == HostIsa::Avx2 && c.element == ElementKind::Float32 &&
-                is_winograd_3x3(pb) && !pb.has_pool && pb.C >= kWinogradMinChannelsHost &&
-                pb.C <= kWinogradMaxChannelsHost && pb.M <= kWinogradMaxFiltersHost &&
-                winograd_4x4_tiles(pb) >= kWinogradMinTilesHost;
+                host_winograd_range(pb, kWinogradMaxChannelsHost, kWinogradMaxFiltersHost,
+                                    kWinogradMinTilesHost);
        },
        {A::Winograd, A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
       // AVX-512 builds without AMX (AMD EPYC Zen 5, session 42): F(4x4) 1.4-2x Tiled's
@@ -455,9 +463,8 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
        H,
        [](P pb, C c) {
          return c.host_isa == HostIsa::Avx512 && c.element == ElementKind::Float32 &&
-                is_winograd_3x3(pb) && !pb.has_pool && pb.C >= kWinogradMinChannelsHost &&
-                pb.C <= kWinogradMaxChannelsHostAvx512 && pb.M <= kWinogradMaxChannelsHostAvx512 &&
-                winograd_4x4_tiles(pb) >= kWinogradMinTilesHostAvx512;
+                host_winograd_range(pb, kWinogradMaxChannelsHostAvx512,
+                                    kWinogradMaxChannelsHostAvx512, kWinogradMinTilesHostAvx512);
        },
        {A::Winograd, A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
       {"host_avx2_direct",
