@@ -97,6 +97,15 @@ TEST(Conv2dTiledHostSimd, MatchesDoubleReference) {
       // a block, split evenly (31 columns: 11, 10, 10), at unit stride and at stride 2.
       {"m12_q31_row_blocks", 2, 3, 5, 31, 12, 3, 3, 1, 1, 1, 1},
       {"m10_q31_stride2_row_blocks", 2, 5, 7, 61, 10, 3, 3, 2, 2, 1, 1},
+      // Their tiles (TiledHostSimdPlan::row_tiles): whole rows of each class (34-pixel
+      // rows, 3 per tile, a partial last tile of the batch) and even parts of rows longer
+      // than a tile (302 columns in 3 parts of 101, 101, 100; 2 images x 3 rows of
+      // interior 300-column rows and 1-column border classes between them; 2,752
+      // channels of 1x3 filters: the wide tiles of 384 pixels, 400 columns in 2 parts,
+      // 4 channel blocks).
+      {"m16_q34_row_tiles", 3, 4, 40, 40, 16, 7, 7},
+      {"m9_q302_row_parts", 2, 3, 3, 302, 9, 3, 3, 1, 1, 1, 1},
+      {"m16_c2752_q400_wide_row_parts", 1, 2752, 1, 400, 16, 1, 3, 1, 1, 0, 1},
       // NCHW output planes a multiple of 4 KB apart (32x32 and 16x64 outputs: float 4 KB,
       // double 8 KB), stored filter by filter where a block has more filters than an L1
       // set has ways (host_l1_streams_collide), pixel by pixel in a block of fewer.
@@ -202,6 +211,62 @@ TEST(Conv2dTiledHostSimd, PackedWeightsStayWithinTheWorkspaceLimit) {
         check_tiled_workspace_limit<float>(space);
         check_tiled_workspace_limit<double>(space);
       });
+  }
+}
+
+/// The register-blocked kernel's pixel tiles (TiledHostSimdPlan::tile_range) cover the
+/// batch's pixels once, in order, none longer than the plan's buffer (tile_pixels);
+/// with row blocks (one filter vector on AVX-512) each tile lies in one pixel class and
+/// holds whole rows of it or a part of one row. Shapes with border classes, rows longer
+/// than a tile (302, 400 columns with wide weights), a partial last tile, batch 1, one
+/// output column; float (row blocks where the ISA has them) and double. Runs on every
+/// build (the plan is host code).
+template <class T>
+void check_tile_ranges(const ConvCase& c) {
+  namespace I = kcnn::Impl;
+  using View4 = Kokkos::View<T****, Kokkos::LayoutRight, Kokkos::HostSpace>;
+  const View4 x("x", c.N, c.C, c.H, c.W), w("w", c.M, c.C, c.R, c.S),
+      y("y", c.N, c.M, c.P(), c.Q());
+  const Kokkos::View<const T*, Kokkos::HostSpace> no_bias;
+  const auto pb = I::make_conv2d_problem("test", x, w, no_bias, y, c.params());
+  const I::TiledHostSimdPlan plan = I::TiledHostSimdPlan::make<T>(pb);
+  EXPECT_EQ(plan.row_tiles, I::TiledHostSimdBlocking<T>::row_blocks(plan.nv));
+  const std::int64_t total = std::int64_t(c.N) * c.P() * c.Q();
+  std::int64_t next = 0;
+  for (std::int64_t t = 0; t < plan.tiles; ++t) {
+    std::int64_t j0 = -1, j1 = -1;
+    plan.tile_range(t, j0, j1);
+    ASSERT_EQ(j0, next) << "tile " << t;
+    ASSERT_GT(j1, j0) << "tile " << t;
+    ASSERT_LE(j1 - j0, plan.tile_pixels) << "tile " << t;
+    next = j1;
+    if (!plan.row_tiles) continue;
+    const I::TiledHostSimdPixel first = plan.pixel_at(j0), last = plan.pixel_at(j1 - 1);
+    ASSERT_EQ(first.cls, last.cls) << "tile " << t << " spans two classes";
+    const std::int64_t width = plan.cols.size(first.cls % 3);
+    const std::int64_t row_begin = plan.class_begin[first.cls];
+    const bool whole_rows = (j0 - row_begin) % width == 0 &&
+                            ((j1 - row_begin) % width == 0 || j1 == plan.class_end(first));
+    const bool one_row = (j0 - row_begin) / width == (j1 - 1 - row_begin) / width;
+    EXPECT_TRUE(whole_rows || one_row) << "tile " << t << ": pixels " << j0 << " .. " << j1;
+  }
+  EXPECT_EQ(next, total);
+}
+
+TEST(Conv2dTiledHostSimd, PixelTilesCoverTheBatchOnce) {
+  // name, N, C, H, W, M, R, S, stride h/w, pad h/w, dilation h/w
+  const std::vector<ConvCase> shapes = {
+      {"lenet_c3", 3, 4, 40, 40, 16, 7, 7},
+      {"q302_classes", 2, 3, 3, 302, 9, 3, 3, 1, 1, 1, 1},
+      {"q400_wide_weights", 1, 2752, 1, 400, 16, 1, 3, 1, 1, 0, 1},
+      {"pad3_7x7_classes", 3, 5, 9, 8, 16, 7, 7, 1, 1, 3, 3},
+      {"one_column", 1, 2, 9, 1, 16, 3, 1},
+      {"m64_rows_across_images", 2, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1},
+  };
+  for (const ConvCase& c : shapes) {
+    SCOPED_TRACE(c.name);
+    check_tile_ranges<float>(c);
+    check_tile_ranges<double>(c);
   }
 }
 

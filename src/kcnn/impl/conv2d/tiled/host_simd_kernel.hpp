@@ -17,7 +17,8 @@
 /// A work item is up to QT consecutive output pixels of the batch (rows and images are
 /// joined, so that 7x7 layers fill their register blocks and their items pass over the
 /// weights fewer times; in the plan's order, which groups the pixels whose windows
-/// leave the input on the same sides: TiledHostSimdPlan) for one block of MB filters.
+/// leave the input on the same sides: TiledHostSimdPlan; whole rows where the register
+/// blocks stay within rows) for one block of MB filters.
 /// The reduction runs in blocks of CB input channels so that the block's packed weights
 /// (R x S x CB x MB values, at most 72 KB on AVX2, 160 KB on AVX-512: whole 64-channel
 /// 3x3 filters) stay in L2 while the item's pixels stream past; partial sums wait in the
@@ -53,10 +54,18 @@ struct TiledHostSimdBlocking {
   using Vector = HostVector<T>;
   static constexpr int lanes = Vector::lanes;
   /// Output pixels of a register block of `nv` filter vectors: every accumulator, the
-  /// pixels' broadcasts and one weight vector in registers, at most 14 pixels.
+  /// pixels' broadcasts and one weight vector in registers, at most 14 pixels. (Row
+  /// blocks of 17, 20 and 24 pixels, whose broadcasts could come from memory, ran LeNet
+  /// C3 at 2.2x the time of 14: GCC keeps a block's broadcasts in registers and spilled.)
   static constexpr int pixels(int nv) {
     const int ur = (kHostVectorRegisters - 1) / (nv + 1);
     return ur < 14 ? ur : 14;
+  }
+  /// Whether register blocks of `nv` filter vectors stay within an output row
+  /// (TiledHostSimdKernel::kRowBlocks): one vector where more than 10 pixels' broadcasts
+  /// fit beside their sums (AVX-512).
+  static constexpr bool row_blocks(int nv) {
+    return nv == 1 && (kHostVectorRegisters - 1) / 2 > 10;
   }
   /// Output pixels per work item (QT; QT_wide where one filter block's packed weights,
   /// R x S x C x MB values, take more than wide_weights_bytes: more pixels per pass over
@@ -209,8 +218,8 @@ struct TiledHostSimdPlan {
   int nv = 1, mb = 0;        ///< filter vectors per block, filters per block (nv x lanes)
   int m_blocks = 0;          ///< ceil(M / mb)
   int cb = 0, c_blocks = 0;  ///< channels per reduction block, their count
-  int tile_pixels = 0;       ///< output pixels per item
-  std::int64_t tiles = 0;    ///< ceil(N x P x Q / tile_pixels)
+  int tile_pixels = 0;       ///< output pixels per item (the longest item's)
+  std::int64_t tiles = 0;    ///< pixel tiles (items per filter block)
   std::int64_t items = 0;    ///< tiles x m_blocks
   /// m_blocks x c_blocks x R x S x cb x mb x sizeof(T) (saturated)
   std::size_t packed_bytes = 0;
@@ -218,6 +227,38 @@ struct TiledHostSimdPlan {
   TiledHostSimdSegments rows, cols;
   /// The first pixel (in the plan's order) of each class, and N x P x Q.
   std::int64_t class_begin[10] = {};
+  /// Row-aligned tiles (with row blocks, TiledHostSimdBlocking::row_blocks): a tile holds
+  /// whole rows of one class (tile_rows[k] of them) or, where a row is longer than a
+  /// tile, one of row_parts[k] even parts of a row, so that the kernel's blocks split each
+  /// row evenly. Consecutive tiles of tile_pixels pixels began anywhere in a row: LeNet
+  /// C3's 34-pixel rows then had blocks of 12, 11, 11 only where a tile began a row, and
+  /// shorter ones (down to one pixel) at each tile's two ends.
+  bool row_tiles = false;
+  std::int64_t tile_rows[9] = {}, row_parts[9] = {};
+  /// The first tile of each class, and `tiles` (row_tiles only).
+  std::int64_t tile_begin[10] = {};
+
+  /// The pixels [j0, j1) of the plan's order that tile `t` holds.
+  void tile_range(std::int64_t t, std::int64_t& j0, std::int64_t& j1) const {
+    if (!row_tiles) {
+      j0 = t * tile_pixels;
+      j1 = std::min(class_begin[9], j0 + tile_pixels);
+      return;
+    }
+    int k = 0;
+    while (k < 8 && tile_begin[k + 1] <= t)
+      ++k;
+    const std::int64_t local = t - tile_begin[k], width = cols.size(k % 3);
+    if (row_parts[k] > 1) {
+      const std::int64_t part_pixels = (width + row_parts[k] - 1) / row_parts[k];
+      const std::int64_t row_begin = class_begin[k] + local / row_parts[k] * width;
+      j0 = row_begin + local % row_parts[k] * part_pixels;
+      j1 = std::min(row_begin + width, j0 + part_pixels);
+    } else {
+      j0 = class_begin[k] + local * tile_rows[k] * width;
+      j1 = std::min(class_begin[k + 1], j0 + tile_rows[k] * width);
+    }
+  }
 
   /// The pixel at position j (0 <= j < N x P x Q) of the plan's order.
   TiledHostSimdPixel pixel_at(std::int64_t j) const {
@@ -266,10 +307,6 @@ struct TiledHostSimdPlan {
     const std::size_t filter_block_bytes =
         tiled_host_simd_saturating_product({size(pb.C), per_channel});
     const std::int64_t qt = filter_block_bytes > B::wide_weights_bytes ? B::QT_wide : B::QT;
-    const std::int64_t tiles = (NPQ + qt - 1) / qt;
-    p.tiles = tiles;
-    p.tile_pixels = tiles > 0 ? static_cast<int>((NPQ + tiles - 1) / tiles) : 1;
-    p.items = tiles * p.m_blocks;
     p.packed_bytes =
         tiled_host_simd_saturating_product({size(p.m_blocks), size(p.c_blocks), size(pb.R),
                                             size(pb.S), size(p.cb), size(p.mb), sizeof(T)});
@@ -278,6 +315,34 @@ struct TiledHostSimdPlan {
     p.cols = TiledHostSimdSegments::make(pb.W, pb.Q, pb.S, pb.stride_w, pb.pad_w, pb.dilation_w);
     for (int k = 0; k < 9; ++k)
       p.class_begin[k + 1] = p.class_begin[k] + pb.N * p.rows.size(k / 3) * p.cols.size(k % 3);
+    p.row_tiles = B::row_blocks(p.nv);
+    if (p.row_tiles) {
+      // Per class: as many whole rows as fit in qt pixels (at least one), or rows in
+      // even parts of at most qt pixels.
+      std::int64_t longest = 1;
+      for (int k = 0; k < 9; ++k) {
+        const std::int64_t width = p.cols.size(k % 3), rows = pb.N * p.rows.size(k / 3);
+        std::int64_t tiles = 0;
+        p.tile_rows[k] = 1, p.row_parts[k] = 1;
+        if (width > qt) {
+          p.row_parts[k] = (width + qt - 1) / qt;
+          tiles = rows * p.row_parts[k];
+          if (rows > 0) longest = std::max(longest, (width + p.row_parts[k] - 1) / p.row_parts[k]);
+        } else if (width > 0) {
+          p.tile_rows[k] = std::max<std::int64_t>(1, qt / width);
+          tiles = (rows + p.tile_rows[k] - 1) / p.tile_rows[k];
+          if (rows > 0) longest = std::max(longest, std::min(rows, p.tile_rows[k]) * width);
+        }
+        p.tile_begin[k + 1] = p.tile_begin[k] + tiles;
+      }
+      p.tiles = p.tile_begin[9];
+      p.tile_pixels = static_cast<int>(longest);
+    } else {
+      const std::int64_t tiles = (NPQ + qt - 1) / qt;
+      p.tiles = tiles;
+      p.tile_pixels = tiles > 0 ? static_cast<int>((NPQ + tiles - 1) / tiles) : 1;
+    }
+    p.items = p.tiles * p.m_blocks;
     return p;
   }
   /// The packed weights and the slack that aligns them (saturated).
@@ -418,7 +483,7 @@ struct TiledHostSimdKernel {
   /// Zen 5, a driver, medians of 7 calls in 3 interleaved rounds): 29.1 -> 27.0 ms, C1
   /// 62.6 -> 58.5. Blocks of more filter vectors (at most 10 pixels) kept their speed with
   /// one pointer per pixel (ResNet 3x3 64 channels 4.92 against 4.99 ms).
-  static constexpr bool kRowBlocks = NV == 1 && UR > 10;
+  static constexpr bool kRowBlocks = TiledHostSimdBlocking<T>::row_blocks(NV);
   /// The channels of a border pixel's tap that lies in the padding: zeros, as long as
   /// the longest channel block (TiledHostSimdPlan: cb <= weight_block_bytes / MB / size).
   static constexpr int max_cb =
@@ -458,8 +523,8 @@ struct TiledHostSimdKernel {
     const int mblk = static_cast<int>(item % plan.m_blocks);
     const std::int64_t tile = item / plan.m_blocks;
     // Positions in the plan's order of the batch's pixels, in 64 bits.
-    const std::int64_t j0 = tile * plan.tile_pixels;
-    const std::int64_t j1 = std::min(std::int64_t(N) * P * Q, j0 + plan.tile_pixels);
+    std::int64_t j0 = 0, j1 = 0;
+    plan.tile_range(tile, j0, j1);
 
     T* const rows = static_cast<T*>(team.team_scratch(0).get_shmem_aligned(
         std::size_t(plan.tile_pixels) * MB * sizeof(T), Vector::alignment));
@@ -473,11 +538,13 @@ struct TiledHostSimdKernel {
       TiledHostSimdPixel px = first_pixel;
       for (std::int64_t j = j0; j < j1;) {
         // A register block stays within its pixel class; with kRowBlocks also within a
-        // row, split evenly (LeNet C3's 34: 12, 11, 11), so that multiply_row serves it.
+        // row (or the tile's part of one: the plan's row tiles), split evenly (LeNet C3's
+        // 34: 12, 11, 11), so that multiply_row serves it.
         int count =
             static_cast<int>(std::min<std::int64_t>(UR, std::min(j1, plan.class_end(px)) - j));
         if constexpr (kRowBlocks) {
-          const int row_left = static_cast<int>(plan.cols.bound[px.cls % 3 + 1]) - px.ow;
+          const int row_left = static_cast<int>(
+              std::min<std::int64_t>(plan.cols.bound[px.cls % 3 + 1] - px.ow, j1 - j));
           const int blocks = (row_left + UR - 1) / UR;
           count = std::min(count, (row_left + blocks - 1) / blocks);
         }
@@ -518,17 +585,30 @@ struct TiledHostSimdKernel {
     bool interior = true;
     const std::int64_t reach_h = std::int64_t(R - 1) * dilation_h;
     const std::int64_t reach_w = std::int64_t(S - 1) * dilation_w;
-    const std::int64_t first_n = px.n;
-    const int first_oh = px.oh, first_ow = px.ow;
-    bool one_row = kRowBlocks;
-    for (int p = 0; p < U; ++p) {
-      one_row = one_row && px.n == first_n && px.oh == first_oh && px.ow == first_ow + p;
-      x_image[p] = x + px.n * xs.n;
-      ih0[p] = std::int64_t(px.oh) * stride_h - pad_h;
-      iw0[p] = std::int64_t(px.ow) * stride_w - pad_w;
-      interior =
-          interior && ih0[p] >= 0 && ih0[p] + reach_h < H && iw0[p] >= 0 && iw0[p] + reach_w < W;
+    if constexpr (kRowBlocks) {
+      // The block lies in one row (operator() splits rows): its origins step by
+      // stride_w, and the first and last windows bound them all. Walking the pixels
+      // with plan.next, as below, took a tenth of LeNet C3's time.
+      const T* const image = x + px.n * xs.n;
+      const std::int64_t ih = std::int64_t(px.oh) * stride_h - pad_h;
+      const std::int64_t iw = std::int64_t(px.ow) * stride_w - pad_w;
+      for (int p = 0; p < U; ++p) {
+        x_image[p] = image;
+        ih0[p] = ih;
+        iw0[p] = iw + std::int64_t(p) * stride_w;
+      }
+      interior = ih >= 0 && ih + reach_h < H && iw >= 0 && iw0[U - 1] + reach_w < W;
+      px.ow += U - 1;
       plan.next(px);
+    } else {
+      for (int p = 0; p < U; ++p) {
+        x_image[p] = x + px.n * xs.n;
+        ih0[p] = std::int64_t(px.oh) * stride_h - pad_h;
+        iw0[p] = std::int64_t(px.ow) * stride_w - pad_w;
+        interior =
+            interior && ih0[p] >= 0 && ih0[p] + reach_h < H && iw0[p] >= 0 && iw0[p] + reach_w < W;
+        plan.next(px);
+      }
     }
     const std::int64_t pixel_step = std::int64_t(stride_w) * xs.w;
     const std::int64_t step_s = std::int64_t(dilation_w) * xs.w;
@@ -545,7 +625,7 @@ struct TiledHostSimdKernel {
     if (interior) {
       for (int p = 0; p < U; ++p)
         xp[p] = x_image[p] + ih0[p] * xs.h + iw0[p] * xs.w + c_offset;
-      if (kRowBlocks && row_runs && one_row) {
+      if (kRowBlocks && row_runs) {
         // The block's pixels in one row, `pixel_step` values apart in x: one pointer
         // walks them (see kRowBlocks).
         const T* x0 = xp[0];
@@ -690,15 +770,30 @@ struct TiledHostSimdKernel {
     // cpu-2026-11-30-s42-tiled-nchw-store.txt).
     const bool by_filter =
         ys.c != 1 && host_l1_streams_collide(ys.c * std::int64_t(sizeof(Y)), count);
+    // By filter: the pixels in runs along output rows, ys.w apart in y (walking them one
+    // by one with plan.next for every filter took 40% of the 3 -> 16 channel 224x224
+    // layer's time: 7.2-8.2 -> 4.5-4.9 ms).
+    const auto for_each_run = [&](auto&& f) {
+      TiledHostSimdPixel p = px;
+      for (std::int64_t j = j0; j < j1;) {
+        const int run =
+            static_cast<int>(std::min<std::int64_t>(j1 - j, plan.cols.bound[p.cls % 3 + 1] - p.ow));
+        f(at(p), rows + (j - j0) * MB, run);
+        j += run;
+        p.ow += run - 1;
+        plan.next(p);
+      }
+    };
+    const std::int64_t pixel_step = ys.w;
     with_activation(activation, [&](auto act) {
       constexpr Activation Act = decltype(act)::value;
       if (by_filter) {
-        for (int mm = 0; mm < count; ++mm) {
-          TiledHostSimdPixel p = px;
-          for (std::int64_t j = j0; j < j1; ++j, plan.next(p))
-            at(p)[mm * ys.c] =
-                from_compute<Y>(apply_activation(Act, rows[(j - j0) * MB + mm] + bias_block[mm]));
-        }
+        for (int mm = 0; mm < count; ++mm)
+          for_each_run([&](Y* dst, const T* src, int run) {
+            for (int q = 0; q < run; ++q)
+              dst[q * pixel_step + mm * ys.c] =
+                  from_compute<Y>(apply_activation(Act, src[q * MB + mm] + bias_block[mm]));
+          });
         return;
       }
       TiledHostSimdPixel p = px;
