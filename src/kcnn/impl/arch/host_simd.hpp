@@ -31,9 +31,14 @@ namespace kcnn::Impl {
 /// The host instruction set the kernels were compiled for (kcnn's headers compile in the
 /// caller's translation units: its -march, see KCNN_HOST_ARCH), which decides how wide
 /// the host kernels' vectors are. Avx512Amx: AVX-512 plus AMX tiles, i.e. Intel Xeon from
-/// Sapphire Rapids on, whose measured winners differ from AVX-512 CPUs without AMX (AMD
-/// Zen 4): TUNING.md.
+/// Sapphire Rapids on (no kernel uses the tiles: they multiply 16-bit and 8-bit values,
+/// kcnn's host kernels float and double ones).
 enum class HostIsa { Generic, Avx2, Avx512, Avx512Amx };
+
+/// Whether the build's host kernels have AVX-512 vectors (with or without AMX).
+constexpr bool has_avx512(HostIsa isa) {
+  return isa == HostIsa::Avx512 || isa == HostIsa::Avx512Amx;
+}
 
 constexpr HostIsa build_host_isa() {
 #if defined(__AVX512F__) && defined(__AMX_TILE__)

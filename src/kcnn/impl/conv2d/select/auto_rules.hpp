@@ -206,9 +206,6 @@ inline constexpr std::int64_t kWinogradWideChannelsDevice = 64;
 inline constexpr std::int64_t kWinogradMinTeamsDevice = 64;
 /// Host, unit stride: up to this reduction length Tiled's direct kernel leads.
 inline constexpr std::int64_t kShortReductionHost = 256;
-/// Host, AVX-512 + AMX (Intel Xeon), NCHW at unit stride: from this reduction length
-/// the BLAS leads.
-inline constexpr std::int64_t kLongReductionHostAmx = 512;
 /// Host, NHWC, strided or dilated: Tiled leads only for reductions up to this length.
 inline constexpr std::int64_t kTinyReductionHostStrided = 64;
 /// Host, double, NHWC: Tiled's direct kernel leads up to this many filters (LeNet's C1);
@@ -456,13 +453,17 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
                                     kWinogradMinTilesHost);
        },
        {A::Winograd, A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
-      // AVX-512 builds without AMX (AMD EPYC Zen 5, session 42): F(4x4) 1.4-2x Tiled's
-      // register-blocked kernel and 1.05-1.9x oneDNN's blocked layout on the four ResNet
-      // layers, 512 channels included (TUNING.md).
+      // AVX-512 builds (measured on AMD EPYC Zen 5, without AMX, session 42): F(4x4)
+      // 1.4-2x Tiled's register-blocked kernel and 1.05-1.9x oneDNN's blocked layout on
+      // the four ResNet layers, 512 channels included (TUNING.md). AVX-512 + AMX builds
+      // (Intel Xeon) take it too since session 43, unmeasured there: the kernels are the
+      // same AVX-512 code (AMX multiplies 16- and 8-bit values only), and the BLAS that
+      // the AMX rule chose ran those layers 1.8-2.5x behind oneDNN's blocked layout on a
+      // Xeon (issue 20's table).
       {"host_avx512_winograd",
        H,
        [](P pb, C c) {
-         return c.host_isa == HostIsa::Avx512 && c.element == ElementKind::Float32 &&
+         return has_avx512(c.host_isa) && c.element == ElementKind::Float32 &&
                 host_winograd_range(pb, kWinogradMaxChannelsHostAvx512,
                                     kWinogradMaxChannelsHostAvx512, kWinogradMinTilesHostAvx512);
        },
@@ -530,26 +531,18 @@ inline const std::vector<AlgoRule>& conv2d_algo_rules() {
          return pb.layout == Layout::NHWC && reduction_length(pb) <= kTinyReductionHostStrided;
        },
        {A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
-      // AVX-512 + AMX builds (Intel Xeon), NCHW, unit stride, long reductions (ResNet's
-      // 3x3 layers): the BLAS sgemm on the unrolled matrix (1.27x ImplicitGemm there; on
-      // AMD Zen 4, AVX-512 without AMX, ImplicitGemm leads up to 1.19x: not this rule).
-      {"host_amx_nchw_long_reduction",
-       H,
-       [](P pb, C c) {
-         return c.host_isa == HostIsa::Avx512Amx && pb.layout == Layout::NCHW &&
-                unit_stride_and_dilation(pb) && reduction_length(pb) >= kLongReductionHostAmx;
-       },
-       {A::Im2colGemm, A::ImplicitGemm, A::Tiled, A::Reference}},
-      // AVX-512 builds without AMX (AMD EPYC Zen 5), float: Tiled's register-blocked
+      // AVX-512 builds (AMD EPYC Zen 5, without AMX), float: Tiled's register-blocked
       // kernel leads every NHWC layer of the suites measured (session 25: ResNet 3x3 64 /
       // 128 / 256 / 512 channels 3.0 / 2.7 / 2.0 / 1.4x the BLAS, AlexNet conv1 and the
       // odd shapes 1.8-3.2x ImplicitGemm or the BLAS) and, since it serves NCHW too, the
       // NCHW ResNet layers (session 42: 1.2-1.4x ImplicitGemm, 2-2.3x the BLAS; TUNING.md).
       // Pointwise layers keep host_pointwise above, though Tiled measured 1.9x the BLAS
-      // there too.
+      // there too. AVX-512 + AMX builds since session 43, as host_avx512_winograd (their
+      // former rule, the BLAS on NCHW layers of reductions from 512, was measured against
+      // ImplicitGemm only, before this kernel served NCHW).
       {"host_avx512_direct",
        H,
-       [](P, C c) { return c.host_isa == HostIsa::Avx512 && c.element == ElementKind::Float32; },
+       [](P, C c) { return has_avx512(c.host_isa) && c.element == ElementKind::Float32; },
        {A::Tiled, A::Im2colGemm, A::ImplicitGemm, A::Reference}},
       // 16-bit tensors, the other NCHW layers: the BLAS sgemm on the unrolled matrix's float
       // copy (ImplicitGemm converts each element in its inner loop: 1.5-1.6x slower here).
