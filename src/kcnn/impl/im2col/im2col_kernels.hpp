@@ -194,7 +194,10 @@ struct Im2colNchwHost {
       const std::int64_t lo = std::clamp<std::int64_t>(valid.begin, 0, Q);
       const std::int64_t hi = std::clamp<std::int64_t>(valid.end, lo, Q);
       const std::int64_t h = p * map.stride_h + dh;
-      const std::int64_t src = n * xs.n + h * xs.h + (lo * map.stride_w + dw) * xs.w;
+      // x's offset of the run's first valid column in image n, without the input row's
+      // term (full_rows adds it for rows inside the image only); none without valid
+      // columns, where lo may be past the input's last column.
+      const std::int64_t src = hi > lo ? n * xs.n + (lo * map.stride_w + dw) * xs.w : 0;
       if (FullRowsOutOfLine && step == 1)
         full_rows_out_of_line(dst, x_c, src, run, h, lo, hi, step);
       else
@@ -205,23 +208,25 @@ struct Im2colNchwHost {
     }
   }
 
-  /// `run` consecutive full output rows of one tap, the first reading input row h from
-  /// x_c + src: each [zeros | valid run [lo, hi) | zeros]. The input is addressed by
-  /// offset and a pointer formed only for rows inside the image: rows in the padding may
-  /// lie far outside x's allocation, where even forming the pointer is undefined (the
-  /// fuzz target's UBSan found one wrap past the address space, session 31).
-  KCNN_HOST_FORCEINLINE void full_rows(T* dst, const T* x_c, std::int64_t src,
+  /// `run` consecutive full output rows of one tap, the first reading input row h: each
+  /// [zeros | valid run [lo, hi) | zeros], the run at x_c + src + h x xs.h. The input is
+  /// addressed by offset, and the offset and a pointer formed only for rows inside the
+  /// image: rows in the padding may lie far outside x's allocation, where even forming
+  /// the pointer is undefined (the fuzz target's UBSan found one wrap past the address
+  /// space, session 31), and their offsets past int64 (stepped by stride_h x xs.h from
+  /// row to row: an overflow UBSan found in session 43).
+  KCNN_HOST_FORCEINLINE void full_rows(T* dst, const T* x_c, const std::int64_t src,
                                        const std::int64_t run, std::int64_t h,
                                        const std::int64_t lo, const std::int64_t hi,
                                        const std::int64_t step) const {
-    const std::int64_t Q = map.Q, src_step = map.stride_h * xs.h;
-    for (std::int64_t i = 0; i < run; ++i, dst += Q, h += map.stride_h, src += src_step) {
+    const std::int64_t Q = map.Q;
+    for (std::int64_t i = 0; i < run; ++i, dst += Q, h += map.stride_h) {
       if (!map.row_inside(h)) {
         host_zero(dst, Q);
         continue;
       }
       host_zero(dst, lo);
-      if (hi > lo) host_copy_strided(dst + lo, x_c + src, hi - lo, step);
+      if (hi > lo) host_copy_strided(dst + lo, x_c + (src + h * xs.h), hi - lo, step);
       host_zero(dst + hi, Q - hi);
     }
   }
