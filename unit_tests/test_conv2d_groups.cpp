@@ -267,6 +267,51 @@ TEST(Conv2dGroupsForward, DepthwiseStripShapes) {
     });
 }
 
+// The CPU's NHWC windowed blocks (2 rows x 8 columns of one vector of channels on
+// AVX-512, 2 x 4 on AVX2; float and double, 3x3, 5x5, 7x7, row stride 1 or 2): fewer
+// columns than a block, a one-column last block, an odd last row, windows crossing both
+// edges or lying wholly in the padding, a channel tail past the last whole 16 (float) or
+// 8 (double), stride 2 along the row with unit row stride (two rows a block) and the
+// one-row blocks of a row stride or row dilation; backward data at unit stride runs them
+// on the rotated filters.
+TEST(Conv2dGroupsForward, DepthwiseHostWindowShapes) {
+  // name, N, C, H, W, M, R, S, stride h/w, pad h/w, dilation h/w
+  const std::vector<ConvCase> cases = {
+      grouped({"window_q7_p5", 2, 48, 5, 7, 48, 3, 3, 1, 1, 1, 1}, 48, Activation::ReLU, true),
+      grouped({"window_c36_q17", 1, 36, 6, 17, 36, 3, 3, 1, 1, 1, 1}, 36, Activation::Tanh, true),
+      grouped({"window_w2_pad3", 1, 32, 4, 2, 32, 3, 3, 1, 1, 3, 3}, 32, Activation::Identity,
+              true),
+      grouped({"window_stride_w2", 2, 16, 9, 23, 16, 3, 3, 1, 2, 1, 1}, 16, Activation::ReLU),
+      grouped({"window_stride_h2", 1, 16, 11, 20, 16, 3, 3, 2, 1, 1, 1}, 16),
+      grouped({"window_dilation_h2", 1, 32, 12, 19, 32, 3, 3, 1, 1, 2, 1, 2, 1}, 32,
+              Activation::Sigmoid, true),
+      grouped({"window_k5_q21", 2, 16, 9, 21, 16, 5, 5, 1, 1, 2, 2}, 16, Activation::ReLU, true),
+      grouped({"window_k7_q26", 1, 32, 10, 26, 32, 7, 7, 1, 1, 3, 3}, 32),
+      grouped({"window_k7_stride2", 1, 16, 17, 30, 16, 7, 7, 2, 2, 3, 3}, 16, Activation::Identity,
+              true),
+  };
+  for (Backend b : backends())
+    with_backend(b, [&](const auto& space) {
+      using Space = std::decay_t<decltype(space)>;
+      for (ConvCase c : cases) {
+        c.layout = Layout::NHWC;
+        SCOPED_TRACE(c.name + " " + backend_name(b));
+        auto run = [&](const auto& x, const auto& w, const auto& bias, const auto& y,
+                       const kcnn::Conv2dParams& params) {
+          if (c.bias) {
+            kcnn::conv2d_forward(space, x, w, bias, y, params);
+          } else {
+            kcnn::conv2d_forward(space, x, w, y, params);
+          }
+        };
+        check_forward_with<float, Space>(space, c, kcnn::ConvAlgo::Depthwise, run);
+        check_forward_with<double, Space>(space, c, kcnn::ConvAlgo::Depthwise, run);
+        check_backward<float, Space>(space, c);
+        check_backward<double, Space>(space, c);
+      }
+    });
+}
+
 // The walk kernels of the weight gradient (3x3, 5x5, 7x7 at square stride 1 or 2; on
 // CPUs where the vector kernel does not take the layer: NCHW at stride 2, NHWC
 // multipliers) and of the data gradient (stride 2, multipliers, wide padding):

@@ -155,8 +155,10 @@ void launch_host_taps(const ExecSpace& space, const Conv2dProblem& pb,
 /// of one channel; other geometries NHWC 4 channels x 2 columns, NCHW 1 channel x 4
 /// columns (one 16-byte store where Q is a multiple of 4), R and S at run time;
 /// CPUs (depthwise_host_kernel.hpp) NCHW an output row (DepthwiseHostRowKernel), NHWC 8
-/// rows of 128 float channels (DepthwiseHostPixelKernel, 4 columns x 16 channels of
-/// accumulators in registers), the interior columns unchecked.
+/// rows of 128 float channels (DepthwiseHostPixelKernel: float and double 3x3, 5x5, 7x7
+/// filters at row stride 1 or 2 in windowed blocks of 2 rows x 8 columns (AVX2: 4) of
+/// one vector of channels, each input vector loaded once a block; others 4 columns x 16
+/// channels of accumulators in registers), the interior columns unchecked.
 template <class ExecSpace, class T, class Y>
 void conv2d_depthwise_run(const ExecSpace& space, const DepthwiseOperands<T, Y>& op,
                           const Conv2dProblem& pb) {

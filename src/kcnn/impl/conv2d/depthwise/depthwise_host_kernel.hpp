@@ -17,23 +17,31 @@
 ///   At unit stride each interior column sums its window's S taps of a row in one pass
 ///   (the loop over columns is the vector loop; the taps' weights stay in registers).
 /// - NHWC (DepthwiseHostPixelKernel): Rows output rows of an image for a span of Span
-///   channels, walked in blocks of Pixels columns x Lanes channels (64 bytes: one cache
-///   line of x and y per column), Pixels x Lanes accumulators in registers; the span's
-///   tap weights are gathered once per item (w's channels are R S apart).
+///   channels (their tap weights gathered once per item: w's channels are R S apart).
+///   Float and double layers with contiguous channels, 3x3, 5x5 or 7x7 filters and
+///   stride 1 or 2 along the row (no dilation there) run windowed blocks: 2 output rows
+///   x 8 columns (AVX-512; AVX2 4 columns) of one vector of channels in registers, each
+///   input vector loaded once per block and multiplied into every output it reaches.
+///   Others (16-bit, run-time taps, dilated or longer row strides) walk blocks of Pixels
+///   columns x Lanes channels (64 bytes: one cache line of x and y per column), each
+///   tap's input loaded apart.
 ///
-/// Measured on 2 cores of an AMD EPYC (Zen 3, AVX2), N=8, 3x3 pad 1, bias and ReLU,
-/// oneDNN 2.6 in the same kcnn_perf run (RESULTS.md, session 38): NCHW 2.4-5x faster
-/// than oneDNN's NCHW; NHWC 1.0x its NHWC at 128 channels 56x56, 0.5x at 256 28x28 and
-/// 512 14x14 (their tensors fit the caches, where these loops reach about a third of the
-/// FMA rate).
+/// Measured on 2 cores of an AMD EPYC (Zen 5, AVX-512), N=8, 3x3 pad 1, bias and ReLU,
+/// oneDNN 2.6 in the same kcnn_perf run (RESULTS.md, session 44, run 2): NCHW 2.9-6.5x
+/// faster than oneDNN's NCHW; NHWC 1.03-1.15x with the windowed blocks, 0.49-0.80x
+/// before them (the 128-channel layer's x and y, 26 MB, now move at 1.15x the run's copy
+/// rate, oneDNN's at 1.0x).
 #pragma once
 
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "../../../types.hpp"
+#include "../../arch/host_simd.hpp"
 #include "../../arch/macros.hpp"
 #include "../../common/element_traits.hpp"
 #include "../../common/problem.hpp"
@@ -189,6 +197,20 @@ struct DepthwiseHostPixelKernel : DepthwiseHostArgs<T_, Y_> {
     Acc bl[Span];
     for (int j = 0; j < span; ++j)
       bl[j] = a.bias_of(m0 + j);
+    if constexpr (kWindowTypes) {
+      if (window_blocks_serve(unit)) {
+        if (a.stride_h == 1 && a.dilation_h == 1) {
+          for (std::int64_t p = p0; p < p1; p += WindowRows) {
+            const int rows = static_cast<int>(std::min<std::int64_t>(WindowRows, p1 - p));
+            window_rows<WindowRows>(n, p, rows, m0, span, wl, bl);
+          }
+        } else {
+          for (std::int64_t p = p0; p < p1; ++p)
+            window_rows<1>(n, p, 1, m0, span, wl, bl);
+        }
+        return;
+      }
+    }
     for (std::int64_t p = p0; p < p1; ++p) {
       // Whether all the window's rows lie inside x (the interior blocks then check none).
       const bool rows_inside = Taps > 0 && a.row(p, 0) >= 0 && a.row(p, Taps - 1) < a.H;
@@ -218,6 +240,144 @@ struct DepthwiseHostPixelKernel : DepthwiseHostArgs<T_, Y_> {
         q0 += step;
       }
     }
+  }
+
+  using Vec = HostVector<Acc>;
+  /// A windowed block: WindowRows output rows (at unit row stride and dilation; one
+  /// otherwise) x WindowPixels output columns of one vector of channels, one accumulator
+  /// each; a row's Taps weights and the input value in flight beside them (AVX-512,
+  /// 7x7: 16 + 14 + 1 of the 32 registers). Measured (RESULTS.md, session 44: N = 8,
+  /// 3x3, 5x5 and 7x7 filters on 128 ch 56x56, 256 ch 28x28 and 512 ch 14x14, 2 cores of
+  /// an AMD EPYC Zen 5): on AVX-512 2 x 8 ran in 0.66-0.87x the time of 1 x 8 (3 x 6,
+  /// 3 x 8, 4 x 4 and 2 x 12 within the machine's noise of it); on AVX2 (the same CPU,
+  /// -march=x86-64-v3) 2 x 4 in 0.8-0.95x the time of 1 x 8 and of 1 x 6.
+  static constexpr int WindowRows = 2;
+  static constexpr int WindowPixels = kHostVectorRegisters >= 32 ? 8 : 4;
+
+  static constexpr bool kWindowTypes =
+      kHostVectorIntrinsics && Taps > 0 &&
+      std::is_same_v<T, Acc>&& std::is_same_v<Y, Acc>&& Lanes % Vec::lanes == 0;
+  bool window_blocks_serve(bool unit) const {
+    return unit && this->dilation_w == 1 && (this->stride_w == 1 || this->stride_w == 2);
+  }
+
+  /// Output rows p .. p + BlockRows - 1 (the first `rows` of them stored) of image n,
+  /// channels [m0, m0 + span), in windowed blocks of WindowPixels columns (the last one
+  /// possibly short); each block checks its window's columns against x's edges only where
+  /// one crosses them. Channels past the span's last full Lanes take the per-pixel path.
+  template <int BlockRows>
+  void window_rows(std::int64_t n, std::int64_t p, int rows, std::int64_t m0, int span,
+                   const Acc (*wl)[Span], const Acc* bl) const {
+    const Base& a = *this;
+    for (std::int64_t q0 = 0; q0 < a.Q; q0 += WindowPixels) {
+      const int count = static_cast<int>(std::min<std::int64_t>(WindowPixels, a.Q - q0));
+      const bool interior = q0 >= a.q_lo && q0 + WindowPixels <= a.q_hi;
+      for (int j = 0; j < span; j += Lanes) {
+        if (span - j < Lanes) {
+          for (int k = 0; k < rows; ++k)
+            for (int o = 0; o < count; ++o)
+              edge_pixel<false>(n, p + k, q0 + o, m0 + j, span - j, wl, j, bl + j);
+          continue;
+        }
+        for (int v = 0; v < Lanes; v += Vec::lanes) {
+          auto block = [&](auto stride, auto inside) {
+            window_block<BlockRows, decltype(stride)::value, decltype(inside)::value>(
+                n, p, rows, q0, count, m0 + j + v, wl, j + v, bl + j + v);
+          };
+          using One = std::integral_constant<int, 1>;
+          using Two = std::integral_constant<int, 2>;
+          if (interior) {
+            a.stride_w == 1 ? block(One{}, std::true_type{}) : block(Two{}, std::true_type{});
+          } else {
+            a.stride_w == 1 ? block(One{}, std::false_type{}) : block(Two{}, std::false_type{});
+          }
+        }
+      }
+    }
+  }
+
+  /// WindowPixels output columns q0 .. (the first `count` stored) of BlockRows output rows
+  /// p .. (the first `rows` stored; more than one only at unit row stride and dilation)
+  /// for the Vec::lanes channels m0 .. (j .. in the span's wl), at column stride Stride:
+  /// each input column of the window is loaded once per input row and feeds every output
+  /// it reaches (at stride 1 a 3x3 window's 10 columns feed 8 outputs with 24 FMAs a
+  /// row), the accumulators one vector per output. The window's rows, columns and taps
+  /// are compile-time (index sequences), so the accumulators stay in registers.
+  /// Interior: every column of the window lies in [0, W) (no checks).
+  template <int BlockRows, int Stride, bool Interior>
+  void window_block(std::int64_t n, std::int64_t p, int rows, std::int64_t q0, int count,
+                    std::int64_t m0, const Acc (*wl)[Span], int j, const Acc* bl) const {
+    constexpr int Columns = (WindowPixels - 1) * Stride + Taps;
+    using V = typename Vec::type;
+    const Base& a = *this;
+    V acc[BlockRows][WindowPixels];
+    for_each_index<BlockRows>([&](auto k) KCNN_HOST_INLINE_LAMBDA {
+      for_each_index<WindowPixels>([&](auto o)
+                                       KCNN_HOST_INLINE_LAMBDA { acc[k][o] = Vec::zero(); });
+    });
+    // Offsets in 64 bits and pointers formed only for rows and columns inside x: the
+    // window's first column c0 may lie a padding's width before it.
+    const std::int64_t c0 = a.column(q0, 0);
+    // Input row i of the block meets output row k through filter row i - k (BlockRows >
+    // 1: unit row stride and dilation, so that row(p, i) is row(p + k, i - k)).
+    for_each_index<Taps + BlockRows - 1>([&](auto i) KCNN_HOST_INLINE_LAMBDA {
+      constexpr int I = decltype(i)::value;
+      const std::int64_t h = a.row(p, I);
+      if (h < 0 || h >= a.H) return;
+      const T* const xr = a.x + (n * a.xs.n + h * a.xs.h + m0);
+      V wr[BlockRows][Taps];
+      for_each_index<BlockRows>([&](auto k) KCNN_HOST_INLINE_LAMBDA {
+        constexpr int r = I - decltype(k)::value;
+        if constexpr (r >= 0 && r < Taps) {
+          for_each_index<Taps>([&](auto s) KCNN_HOST_INLINE_LAMBDA {
+            wr[k][s] = Vec::load_unaligned(wl[r * Taps + s] + j);
+          });
+        }
+      });
+      for_each_index<Columns>([&](auto c) KCNN_HOST_INLINE_LAMBDA {
+        constexpr int Col = decltype(c)::value;
+        if (!Interior && (c0 + Col < 0 || c0 + Col >= a.W)) return;
+        const V xv = Vec::load_unaligned(xr + (c0 + Col) * a.xs.w);
+        for_each_index<BlockRows>([&](auto k) KCNN_HOST_INLINE_LAMBDA {
+          constexpr int r = I - decltype(k)::value;
+          if constexpr (r >= 0 && r < Taps) {
+            for_each_index<Taps>([&](auto s) KCNN_HOST_INLINE_LAMBDA {
+              constexpr int offset = Col - decltype(s)::value;
+              constexpr int o = offset / Stride;
+              if constexpr (offset >= 0 && offset % Stride == 0 && o < WindowPixels)
+                acc[k][o] = Vec::fma(wr[k][s], xv, acc[k][o]);
+            });
+          }
+        });
+      });
+    });
+    alignas(64) Acc sums[BlockRows][WindowPixels][Vec::lanes];
+    for_each_index<BlockRows>([&](auto k) KCNN_HOST_INLINE_LAMBDA {
+      for_each_index<WindowPixels>(
+          [&](auto o) KCNN_HOST_INLINE_LAMBDA { Vec::store(sums[k][o], acc[k][o]); });
+    });
+    Y* const yp = a.y + n * a.ys.n + p * a.ys.h + q0 * a.ys.w + m0;
+    with_activation(a.activation, [&](auto act) {
+      constexpr Activation Act = decltype(act)::value;
+      for (int k = 0; k < rows; ++k)
+        for (int o = 0; o < count; ++o) {
+          KCNN_HOST_SIMD
+          for (int l = 0; l < Vec::lanes; ++l)
+            yp[k * a.ys.h + o * a.ys.w + l] =
+                from_compute<Y>(apply_activation(Act, sums[k][o][l] + bl[l]));
+        }
+    });
+  }
+
+  /// Calls f(std::integral_constant<int, i>) for i = 0 .. Count - 1, each index a
+  /// compile-time constant.
+  template <int Count, class F>
+  static KCNN_HOST_FORCEINLINE void for_each_index(F&& f) {
+    for_each_index_of(f, std::make_integer_sequence<int, Count>{});
+  }
+  template <class F, int... I>
+  static KCNN_HOST_FORCEINLINE void for_each_index_of(F& f, std::integer_sequence<int, I...>) {
+    (f(std::integral_constant<int, I>{}), ...);
   }
 
   /// Tap (r, s)'s weight of output channel m0 + l (j + l in the span's gathered wl).
