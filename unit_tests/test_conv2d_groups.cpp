@@ -7,6 +7,7 @@
 // M) and channel multipliers (M = k C); the refusals of bad groups values.
 #include "test_support.hpp"
 
+#include <initializer_list>
 #include <set>
 
 namespace kcnn_test {
@@ -230,25 +231,15 @@ TEST(Conv2dGroupsBackward, DepthwiseWithoutWorkspace) {
     });
 }
 
-// ConvAlgo::Depthwise's GPU strip kernel (and the unit-stride data gradient, which runs
-// it on the rotated filters): NCHW items of 2 columns where Q >= 28 (odd Q: a partial
-// column block), rows not a multiple of its 7, stride 2, 5x5 and 7x7, a multiplier;
-// NHWC 4-channel vectors (C a multiple of 4) and single channels.
-TEST(Conv2dGroupsForward, DepthwiseStripShapes) {
-  // name, N, C, H, W, M, R, S, stride h/w, pad h/w
-  const std::vector<ConvCase> cases = {
-      grouped({"strip_k3_q29", 2, 8, 11, 29, 8, 3, 3, 1, 1, 1, 1}, 8, Activation::ReLU, true),
-      grouped({"strip_k3_stride2_q29", 1, 4, 13, 57, 4, 3, 3, 2, 2, 1, 1}, 4),
-      grouped({"strip_k5_q31", 1, 5, 9, 31, 5, 5, 5, 1, 1, 2, 2}, 5, Activation::Identity, true),
-      grouped({"strip_k7_stride2_q31", 1, 12, 16, 61, 12, 7, 7, 2, 2, 3, 3}, 12),
-      grouped({"strip_multiplier2_q28", 1, 4, 8, 28, 8, 3, 3, 1, 1, 1, 1}, 4, Activation::Identity,
-              true),
-  };
+/// ConvAlgo::Depthwise on each case in each of `layouts`, on every backend: forward
+/// (with the case's bias and activation) and both backward operations, float and double.
+void check_depthwise_cases(const std::vector<ConvCase>& cases,
+                           std::initializer_list<Layout> layouts) {
   for (Backend b : backends())
     with_backend(b, [&](const auto& space) {
       using Space = std::decay_t<decltype(space)>;
       for (ConvCase c : cases)
-        for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+        for (Layout layout : layouts) {
           c.layout = layout;
           SCOPED_TRACE(c.name + " " + kcnn::to_string(layout) + " " + backend_name(b));
           auto run = [&](const auto& x, const auto& w, const auto& bias, const auto& y,
@@ -265,6 +256,23 @@ TEST(Conv2dGroupsForward, DepthwiseStripShapes) {
           check_backward<double, Space>(space, c);
         }
     });
+}
+
+// ConvAlgo::Depthwise's GPU strip kernel (and the unit-stride data gradient, which runs
+// it on the rotated filters): NCHW items of 2 columns where Q >= 28 (odd Q: a partial
+// column block), rows not a multiple of its 7, stride 2, 5x5 and 7x7, a multiplier;
+// NHWC 4-channel vectors (C a multiple of 4) and single channels.
+TEST(Conv2dGroupsForward, DepthwiseStripShapes) {
+  // name, N, C, H, W, M, R, S, stride h/w, pad h/w
+  const std::vector<ConvCase> cases = {
+      grouped({"strip_k3_q29", 2, 8, 11, 29, 8, 3, 3, 1, 1, 1, 1}, 8, Activation::ReLU, true),
+      grouped({"strip_k3_stride2_q29", 1, 4, 13, 57, 4, 3, 3, 2, 2, 1, 1}, 4),
+      grouped({"strip_k5_q31", 1, 5, 9, 31, 5, 5, 5, 1, 1, 2, 2}, 5, Activation::Identity, true),
+      grouped({"strip_k7_stride2_q31", 1, 12, 16, 61, 12, 7, 7, 2, 2, 3, 3}, 12),
+      grouped({"strip_multiplier2_q28", 1, 4, 8, 28, 8, 3, 3, 1, 1, 1, 1}, 4, Activation::Identity,
+              true),
+  };
+  check_depthwise_cases(cases, {Layout::NCHW, Layout::NHWC});
 }
 
 // The CPU's NHWC windowed blocks (2 rows x 8 columns of one vector of channels on
@@ -290,26 +298,7 @@ TEST(Conv2dGroupsForward, DepthwiseHostWindowShapes) {
       grouped({"window_k7_stride2", 1, 16, 17, 30, 16, 7, 7, 2, 2, 3, 3}, 16, Activation::Identity,
               true),
   };
-  for (Backend b : backends())
-    with_backend(b, [&](const auto& space) {
-      using Space = std::decay_t<decltype(space)>;
-      for (ConvCase c : cases) {
-        c.layout = Layout::NHWC;
-        SCOPED_TRACE(c.name + " " + backend_name(b));
-        auto run = [&](const auto& x, const auto& w, const auto& bias, const auto& y,
-                       const kcnn::Conv2dParams& params) {
-          if (c.bias) {
-            kcnn::conv2d_forward(space, x, w, bias, y, params);
-          } else {
-            kcnn::conv2d_forward(space, x, w, y, params);
-          }
-        };
-        check_forward_with<float, Space>(space, c, kcnn::ConvAlgo::Depthwise, run);
-        check_forward_with<double, Space>(space, c, kcnn::ConvAlgo::Depthwise, run);
-        check_backward<float, Space>(space, c);
-        check_backward<double, Space>(space, c);
-      }
-    });
+  check_depthwise_cases(cases, {Layout::NHWC});
 }
 
 // The walk kernels of the weight gradient (3x3, 5x5, 7x7 at square stride 1 or 2; on

@@ -17,9 +17,16 @@
 #include <vector>
 int main(int argc, char** argv) {
   Kokkos::ScopeGuard g(argc, argv);
-  struct L { int N, C, H, R, stride, pad; } layers[] = {{8, 128, 56, 3, 1, 1}, {8, 256, 28, 3, 1, 1}, {8, 512, 14, 3, 1, 1}};
+  struct L {
+    int N, C, H, R, stride, pad;
+  } layers[] = {{8, 128, 56, 3, 1, 1}, {8, 256, 28, 3, 1, 1}, {8, 512, 14, 3, 1, 1}};
   using T4 = Kokkos::View<float****, Kokkos::LayoutRight, Kokkos::HostSpace>;
-  int taps = getenv("TAPS") ? atoi(getenv("TAPS")) : 3; int padenv = getenv("PAD") ? atoi(getenv("PAD")) : (taps - 1) / 2; for (auto& l : layers) { l.pad = padenv; l.R = taps; }
+  int taps = getenv("TAPS") ? atoi(getenv("TAPS")) : 3;
+  int padenv = getenv("PAD") ? atoi(getenv("PAD")) : (taps - 1) / 2;
+  for (auto& l : layers) {
+    l.pad = padenv;
+    l.R = taps;
+  }
   int only = argc > 1 ? atoi(argv[1]) : -1;
   int reps = argc > 2 ? atoi(argv[2]) : 50;
   for (int li = 0; li < 3; ++li)
@@ -47,27 +54,32 @@ int main(int argc, char** argv) {
         auto t0 = std::chrono::steady_clock::now();
         kcnn::conv2d_forward(Kokkos::OpenMP(), x, w, b, y, p);
         Kokkos::fence();
-        t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                        .count());
       }
       std::sort(t.begin(), t.end());
       // check a few outputs against a double loop
-      auto xh = x; auto wh = w; auto yh = y;
+      auto xh = x;
+      auto wh = w;
+      auto yh = y;
       double maxerr = 0;
       for (int s = 0; s < 2000; ++s) {
         int n = (s * 7) % l.N, c = (s * 131) % l.C, pp = (s * 13) % P, q = (s * 29) % P;
         double acc = b(c);
-        for (int r = 0; r < l.R; ++r) for (int ss = 0; ss < l.R; ++ss) {
-          int h = pp * l.stride - l.pad + r, wc = q * l.stride - l.pad + ss;
-          if (h < 0 || h >= l.H || wc < 0 || wc >= l.H) continue;
-          double xv = nhwc ? xh(n, h, wc, c) : xh(n, c, h, wc);
-          double wv = nhwc ? wh(c, r, ss, 0) : wh(c, 0, r, ss);
-          acc += xv * wv;
-        }
+        for (int r = 0; r < l.R; ++r)
+          for (int ss = 0; ss < l.R; ++ss) {
+            int h = pp * l.stride - l.pad + r, wc = q * l.stride - l.pad + ss;
+            if (h < 0 || h >= l.H || wc < 0 || wc >= l.H) continue;
+            double xv = nhwc ? xh(n, h, wc, c) : xh(n, c, h, wc);
+            double wv = nhwc ? wh(c, r, ss, 0) : wh(c, 0, r, ss);
+            acc += xv * wv;
+          }
         acc = acc > 0 ? acc : 0;
         double yv = nhwc ? yh(n, pp, q, c) : yh(n, c, pp, q);
         maxerr = std::max(maxerr, std::abs(yv - acc));
       }
       double bytes = 1.0 * l.N * l.C * (l.H * l.H + P * P) * 4;
-      printf("layer %d %s median %.4f ms min %.4f  GB/s %.1f maxerr %.2e\n", li, nhwc ? "NHWC" : "NCHW", t[t.size() / 2], t[0], bytes / t[t.size() / 2] / 1e6, maxerr);
+      printf("layer %d %s median %.4f ms min %.4f  GB/s %.1f maxerr %.2e\n", li,
+             nhwc ? "NHWC" : "NCHW", t[t.size() / 2], t[0], bytes / t[t.size() / 2] / 1e6, maxerr);
     }
 }

@@ -254,9 +254,13 @@ struct DepthwiseHostPixelKernel : DepthwiseHostArgs<T_, Y_> {
   static constexpr int WindowRows = 2;
   static constexpr int WindowPixels = kHostVectorRegisters >= 32 ? 8 : 4;
 
+  /// Whether windowed blocks compute this launch: at compile time, float or double
+  /// tensors stored as computed (HostVector's loads and stores) and compile-time taps; at
+  /// run time, contiguous channels read one-to-one (`unit`), no dilation along the row
+  /// and stride 1 or 2 there.
+  static constexpr bool kStoredAsComputed = std::is_same_v<T, Acc> && std::is_same_v<Y, Acc>;
   static constexpr bool kWindowTypes =
-      kHostVectorIntrinsics && Taps > 0 &&
-      std::is_same_v<T, Acc>&& std::is_same_v<Y, Acc>&& Lanes % Vec::lanes == 0;
+      kHostVectorIntrinsics && kStoredAsComputed && (Taps > 0) && Lanes % Vec::lanes == 0;
   bool window_blocks_serve(bool unit) const {
     return unit && this->dilation_w == 1 && (this->stride_w == 1 || this->stride_w == 2);
   }
