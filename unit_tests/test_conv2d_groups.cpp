@@ -7,6 +7,8 @@
 // M) and channel multipliers (M = k C); the refusals of bad groups values.
 #include "test_support.hpp"
 
+#include <kcnn/impl/arch/tma.hpp>
+
 #include <initializer_list>
 #include <set>
 
@@ -301,6 +303,46 @@ TEST(Conv2dGroupsForward, DepthwiseHostWindowShapes) {
   check_depthwise_cases(cases, {Layout::NHWC});
 }
 
+// The Hopper kernel of float NHWC 3x3 layers at unit stride (depthwise_tma_kernel.hpp:
+// bands of at most 14 output rows, column tiles of at most 16 split evenly, 32 channels a
+// team, input rows staged by TMA, which reads zeros outside x): a channel tail past the
+// last 32 (36, 68, 100) and a layer of 4 channels, column tiles with a short last one (57
+// columns: 15, 15, 15, 12), bands of unequal height (15 rows: 8 and 7), padding 0, padding
+// beyond the filter (rows and columns wholly in the padding), a 1x1 image, three bands of
+// 10; backward data at unit stride runs it on the rotated filters. Elsewhere (other
+// builds, double, the host) the other depthwise kernels take these shapes. On a Hopper
+// build's GPU the forward launches must be the TMA kernel's.
+TEST(Conv2dGroupsForward, DepthwiseTmaShapes) {
+  // name, N, C, H, W, M, R, S, stride h/w, pad h/w
+  const std::vector<ConvCase> cases = {
+      grouped({"tma_q57_c36", 2, 36, 15, 57, 36, 3, 3, 1, 1, 1, 1}, 36, Activation::ReLU, true),
+      grouped({"tma_c4_pad0", 1, 4, 5, 33, 4, 3, 3, 1, 1, 0, 0}, 4, Activation::Identity, true),
+      grouped({"tma_c68_pad2", 3, 68, 29, 16, 68, 3, 3, 1, 1, 2, 2}, 68, Activation::Tanh, true),
+      grouped({"tma_1x1_image", 2, 8, 1, 1, 8, 3, 3, 1, 1, 1, 1}, 8, Activation::ReLU, true),
+      grouped({"tma_c100_bands", 1, 100, 30, 9, 100, 3, 3, 1, 1, 1, 1}, 100, Activation::Sigmoid),
+  };
+  check_depthwise_cases(cases, {Layout::NHWC});
+#if defined(KOKKOS_ENABLE_CUDA)
+  using Space = Kokkos::DefaultExecutionSpace;
+  if constexpr (std::is_same_v<Space, Kokkos::Cuda> && kcnn::Impl::kBuildHasTma) {
+    if (!kcnn::Impl::tma_available()) GTEST_SKIP() << "the CUDA driver encodes no tensor maps";
+    for (ConvCase c : cases) {
+      c.layout = Layout::NHWC;
+      SCOPED_TRACE(c.name);
+      const RandomConvInputs<float, Space> in(c);
+      const auto ye = c.y_extents();
+      Tensor4<float, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+      kcnn::Conv2dParams params = c.params();
+      params.algo = ConvAlgo::Depthwise;
+      LaunchedKernels launched;
+      kcnn::conv2d_forward(Space(), in.x, in.w, y, params);
+      Space().fence();
+      EXPECT_TRUE(launched.saw("kcnn::conv2d::depthwise::tma"));
+    }
+  }
+#endif
+}
+
 // The walk kernels of the weight gradient (3x3, 5x5, 7x7 at square stride 1 or 2; on
 // CPUs where the vector kernel does not take the layer: NCHW at stride 2, NHWC
 // multipliers) and of the data gradient (stride 2, multipliers, wide padding):
@@ -368,12 +410,16 @@ TEST(Conv2dGroupsBackward, DepthwiseLayersRunTheDepthwiseKernels) {
         LaunchedKernels launched;
         kcnn::conv2d_backward_data(space, dy, in.w, dx, c.params());
         space.fence();
-        EXPECT_EQ(launched.saw("kcnn::conv2d::depthwise") ||
-                      launched.saw("kcnn::conv2d_backward_data::depthwise") ||
+        // (Hopper builds run float NHWC 3x3 unit-stride layers on the forward kernel's
+        // TMA variant.)
+        const bool forward_kernel =
+            launched.saw("kcnn::conv2d::depthwise") || launched.saw("kcnn::conv2d::depthwise::tma");
+        EXPECT_EQ(forward_kernel || launched.saw("kcnn::conv2d_backward_data::depthwise") ||
                       launched.saw("kcnn::conv2d_backward_data::depthwise_walk"),
                   e.data_kernel != nullptr);
         if (e.data_kernel) {
-          EXPECT_TRUE(launched.saw(e.data_kernel)) << e.data_kernel;
+          const bool forward = std::string(e.data_kernel) == "kcnn::conv2d::depthwise";
+          EXPECT_TRUE(forward ? forward_kernel : launched.saw(e.data_kernel)) << e.data_kernel;
         }
       }
       {

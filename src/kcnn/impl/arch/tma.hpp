@@ -40,6 +40,16 @@ namespace kcnn::Impl {
 #define KCNN_ARCH_TMA 1
 #endif
 
+/// Whether this build's device pass is sm_90 (Kokkos' HOPPER90 architecture), whose GPUs
+/// all have the TMA unit: host code launches TMA kernels only then (a pass for an older
+/// GPU compiles the PTX above out).
+inline constexpr bool kBuildHasTma =
+#if defined(KOKKOS_ARCH_HOPPER90)
+    true;
+#else
+    false;
+#endif
+
 /// A tensor map's 128 bytes (CUtensorMap's size and alignment), copyable on every
 /// backend.
 struct alignas(128) TmaDescriptor {
@@ -348,6 +358,27 @@ static_assert(sizeof(TmaDescriptor) == sizeof(CUtensorMap) &&
                   alignof(TmaDescriptor) == alignof(CUtensorMap),
               "TmaDescriptor holds a CUtensorMap");
 
+/// A float tensor of four extents (innermost first) with the byte strides of extents 1-3
+/// (multiples of 16) for tiled loads of boxes `box` (each at most 256; box[0] * 4 a multiple
+/// of 16 bytes) into scratch without swizzle, the box's elements in the tensor's order;
+/// elements outside the tensor read zeros. Returns whether the driver encoded it.
+inline bool tma_encode_float_box_4d(TmaDescriptor& out, const float* base,
+                                    const std::uint64_t (&extents)[4],
+                                    const std::uint64_t (&byte_strides)[3], const int (&box)[4]) {
+  const TmaEncoders& e = TmaEncoders::get();
+  if (!e.available()) return false;
+  const cuuint64_t dims[4] = {extents[0], extents[1], extents[2], extents[3]};
+  const cuuint64_t strides[3] = {byte_strides[0], byte_strides[1], byte_strides[2]};
+  const cuuint32_t box_dims[4] = {cuuint32_t(box[0]), cuuint32_t(box[1]), cuuint32_t(box[2]),
+                                  cuuint32_t(box[3])};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  return e.tiled(reinterpret_cast<CUtensorMap*>(&out), CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4,
+                 const_cast<float*>(base), dims, strides, box_dims, element_strides,
+                 CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                 CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 /// Whether this process can encode tensor maps.
 inline bool tma_available() {
   return TmaEncoders::get().available();
@@ -375,6 +406,11 @@ bool tma_encode_matrix(TmaDescriptor&, const void*, std::uint64_t, std::uint64_t
 template <bool BFloat16>
 bool tma_encode_nhwc_box(TmaDescriptor&, const void*, const std::uint64_t (&)[4],
                          const std::uint64_t (&)[3], const int (&)[3]) {
+  return false;
+}
+
+inline bool tma_encode_float_box_4d(TmaDescriptor&, const float*, const std::uint64_t (&)[4],
+                                    const std::uint64_t (&)[3], const int (&)[4]) {
   return false;
 }
 
