@@ -303,15 +303,18 @@ TEST(Conv2dGroupsForward, DepthwiseHostWindowShapes) {
   check_depthwise_cases(cases, {Layout::NHWC});
 }
 
-// The Hopper kernel of float NHWC 3x3 layers at unit stride (depthwise_tma_kernel.hpp:
-// bands of at most 14 output rows, column tiles of at most 16 split evenly, 32 channels a
-// team, input rows staged by TMA, which reads zeros outside x): a channel tail past the
+// The Hopper kernel of float 3x3 layers at unit stride (depthwise_tma_kernel.hpp: bands
+// of at most 14 output rows, input rows staged by TMA, which reads zeros outside x). NHWC
+// (32 channels a team, column tiles of at most 16 split evenly): channel tails past the
 // last 32 (36, 68, 100) and a layer of 4 channels, column tiles with a short last one (57
-// columns: 15, 15, 15, 12), bands of unequal height (15 rows: 8 and 7), padding 0, padding
-// beyond the filter (rows and columns wholly in the padding), a 1x1 image, three bands of
-// 10; backward data at unit stride runs it on the rotated filters. Elsewhere (other
-// builds, double, the host) the other depthwise kernels take these shapes. On a Hopper
-// build's GPU the forward launches must be the TMA kernel's.
+// columns: 15, 15, 15, 12), bands of unequal height (15 rows: 8 and 7), padding 0,
+// padding beyond the filter, a 1x1 image, three bands of 10. NCHW (rows of a multiple of
+// 4 floats; 4 columns a thread, planes a team = 128 / column groups): a last column
+// group of 2 with scalar stores (58 and 30 columns), two column tiles of 200 (400
+// columns), a plane tail, a one-row image. Backward data at unit stride runs it on the
+// rotated filters. Elsewhere (other builds, double, the host, layers the map cannot
+// describe) the other depthwise kernels take these shapes. On a Hopper build's GPU the
+// forward launches must be the TMA kernel's where it fits.
 TEST(Conv2dGroupsForward, DepthwiseTmaShapes) {
   // name, N, C, H, W, M, R, S, stride h/w, pad h/w
   const std::vector<ConvCase> cases = {
@@ -320,25 +323,31 @@ TEST(Conv2dGroupsForward, DepthwiseTmaShapes) {
       grouped({"tma_c68_pad2", 3, 68, 29, 16, 68, 3, 3, 1, 1, 2, 2}, 68, Activation::Tanh, true),
       grouped({"tma_1x1_image", 2, 8, 1, 1, 8, 3, 3, 1, 1, 1, 1}, 8, Activation::ReLU, true),
       grouped({"tma_c100_bands", 1, 100, 30, 9, 100, 3, 3, 1, 1, 1, 1}, 100, Activation::Sigmoid),
+      grouped({"tma_w60_pad0", 2, 3, 7, 60, 3, 3, 3, 1, 1, 0, 0}, 3, Activation::ReLU, true),
+      grouped({"tma_w400", 1, 2, 5, 400, 2, 3, 3, 1, 1, 1, 1}, 2, Activation::Identity, true),
+      grouped({"tma_c9_w28_pad2", 3, 9, 17, 28, 9, 3, 3, 1, 1, 2, 2}, 9, Activation::Tanh, true),
+      grouped({"tma_w8_h1", 2, 5, 1, 8, 5, 3, 3, 1, 1, 1, 1}, 5, Activation::ReLU, true),
   };
-  check_depthwise_cases(cases, {Layout::NHWC});
+  check_depthwise_cases(cases, {Layout::NCHW, Layout::NHWC});
 #if defined(KOKKOS_ENABLE_CUDA)
   using Space = Kokkos::DefaultExecutionSpace;
   if constexpr (std::is_same_v<Space, Kokkos::Cuda> && kcnn::Impl::kBuildHasTma) {
     if (!kcnn::Impl::tma_available()) GTEST_SKIP() << "the CUDA driver encodes no tensor maps";
-    for (ConvCase c : cases) {
-      c.layout = Layout::NHWC;
-      SCOPED_TRACE(c.name);
-      const RandomConvInputs<float, Space> in(c);
-      const auto ye = c.y_extents();
-      Tensor4<float, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
-      kcnn::Conv2dParams params = c.params();
-      params.algo = ConvAlgo::Depthwise;
-      LaunchedKernels launched;
-      kcnn::conv2d_forward(Space(), in.x, in.w, y, params);
-      Space().fence();
-      EXPECT_TRUE(launched.saw("kcnn::conv2d::depthwise::tma"));
-    }
+    for (ConvCase c : cases)
+      for (Layout layout : {Layout::NCHW, Layout::NHWC}) {
+        c.layout = layout;
+        SCOPED_TRACE(c.name + " " + kcnn::to_string(layout));
+        const RandomConvInputs<float, Space> in(c);
+        const auto ye = c.y_extents();
+        Tensor4<float, Space> y("y", ye[0], ye[1], ye[2], ye[3]);
+        kcnn::Conv2dParams params = c.params();
+        params.algo = ConvAlgo::Depthwise;
+        LaunchedKernels launched;
+        kcnn::conv2d_forward(Space(), in.x, in.w, y, params);
+        Space().fence();
+        const bool fits = layout == Layout::NHWC ? c.C % 4 == 0 : c.W % 4 == 0;
+        EXPECT_EQ(launched.saw("kcnn::conv2d::depthwise::tma"), fits);
+      }
   }
 #endif
 }

@@ -150,8 +150,9 @@ void launch_host_taps(const ExecSpace& space, const Conv2dProblem& pb,
 /// stride (on dy, the filters read backwards): a prebuilt instance
 /// (conv2d/prebuilt_instances.hpp) for Y = T.
 ///
-/// Work items: on Hopper builds, float NHWC 3x3 layers at stride 1 (multiplier 1) run
-/// DepthwiseTmaKernel (depthwise_tma_kernel.hpp: bands of rows staged by TMA); other
+/// Work items: on Hopper builds, float 3x3 layers at stride 1 (multiplier 1) whose x a
+/// tensor map can describe (NCHW: rows of a multiple of 4 floats) run DepthwiseTmaKernel
+/// (depthwise_tma_kernel.hpp: bands of rows staged by TMA); other
 /// GPU layers (depthwise_kernel.hpp) square 3x3, 5x5, 7x7 filters at stride 1 or
 /// 2 without dilation, 7 outputs down a column (DepthwiseStripKernel) of 4 NHWC channels
 /// (one 16-byte access where multiplier 1, C a multiple of 4 and the tensors aligned) or
@@ -168,6 +169,16 @@ void conv2d_depthwise_run(const ExecSpace& space, const DepthwiseOperands<T, Y>&
   namespace D = depthwise_detail;
   constexpr Layout NHWC = Layout::NHWC, NCHW = Layout::NCHW;
   const DepthwiseArgs<T, Y> args = make_depthwise_args(op, pb);
+#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
+  if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda> && std::is_same_v<T, float> &&
+                std::is_same_v<Y, float>) {
+    if (depthwise_tma_fits(pb, op)) {
+      if (pb.layout == NHWC)
+        return launch_depthwise_tma<NHWC, DepthwiseTmaShapeFor<NHWC>>(space, op, pb);
+      return launch_depthwise_tma<NCHW, DepthwiseTmaShapeFor<NCHW>>(space, op, pb);
+    }
+  }
+#endif
   if constexpr (runs_on_host_v<ExecSpace>) {
     if (pb.layout == NHWC) {
       D::launch_host_taps<NHWC>(space, pb, args);
@@ -175,15 +186,6 @@ void conv2d_depthwise_run(const ExecSpace& space, const DepthwiseOperands<T, Y>&
       D::launch_host_taps<NCHW>(space, pb, args);
     }
   } else if (pb.layout == NHWC) {
-#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
-    if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>) {
-      if (depthwise_tma_fits(pb, op)) {
-        if constexpr (std::is_same_v<T, float> && std::is_same_v<Y, float>)
-          launch_depthwise_tma(space, op, pb);
-        return;
-      }
-    }
-#endif
     const bool vector = pb.M == pb.C && pb.C % 4 == 0 && channel_vectors_aligned(op.xs, 4) &&
                         channel_vectors_aligned(op.ys, 4) && aligned_to(op.x, 4 * sizeof(T)) &&
                         aligned_to(op.y, 4 * sizeof(Y));
