@@ -53,9 +53,9 @@ struct DepthwiseTmaMap {
   TmaDescriptor x;
 };
 
-/// The launch shape: Threads a team (8 channel vectors x Threads / 8 columns), at least
-/// MinTeams resident teams a multiprocessor (the register cap), RowsPerStage input rows a
-/// TMA copy, Stages copies in the ring.
+/// The launch shape: Threads a team (NHWC 8 channel vectors x Threads / 8 columns; NCHW
+/// groups of 4 columns x planes), at least MinTeams resident teams a multiprocessor (the
+/// register cap), RowsPerStage input rows a TMA copy, Stages copies in the ring.
 template <int Threads_, int MinTeams_, int RowsPerStage_, int Stages_>
 struct DepthwiseTmaShape {
   static constexpr int threads = Threads_;
@@ -64,6 +64,9 @@ struct DepthwiseTmaShape {
   static constexpr int stages = Stages_;
 };
 
+/// One team: image n, a band of output rows [p_begin, p_end), a column tile, a channel
+/// tile (the league rank, channel tiles fastest: neighbouring teams read the same
+/// pixels' other channels). The fields are the launch's (launch_depthwise_tma).
 template <Layout L, class Shape>
 struct DepthwiseTmaKernel {
   static constexpr int Taps = 3;
@@ -257,8 +260,8 @@ using DepthwiseTmaShapeFor = std::conditional_t<L == Layout::NHWC, DepthwiseTmaS
 /// float: a Hopper build (kBuildHasTma) whose driver encodes tensor maps, 3x3 filters at
 /// stride 1 without dilation, multiplier 1; x's rows (NCHW) or channels (NHWC, C a multiple
 /// of 4) contiguous, its other strides multiples of 16 bytes and its address 16-byte
-/// aligned (the tensor map's rules); NHWC y's 16-byte vectors likewise; extents within 32
-/// bits.
+/// aligned (the tensor map's rules); NHWC y's 16-byte vectors likewise; extents non-zero
+/// and within 32 bits.
 template <class T, class Y>
 bool depthwise_tma_fits(const Conv2dProblem& pb, const DepthwiseOperands<T, Y>& op) {
   if constexpr (!std::is_same_v<T, float> || !std::is_same_v<Y, float> || !kBuildHasTma) {
@@ -279,7 +282,10 @@ bool depthwise_tma_fits(const Conv2dProblem& pb, const DepthwiseOperands<T, Y>& 
       x_map = x_map && stride > 0 && stride % 4 == 0 && stride < (std::int64_t(1) << 37);
     const bool y_vectors = !nhwc || (channel_vectors_aligned(ys, 4) &&
                                      reinterpret_cast<std::uintptr_t>(op.y) % 16 == 0);
-    const bool ranges = pb.N <= int_max && pb.C <= int_max && pb.H <= int_max && pb.W <= int_max &&
+    // (A tensor map has no empty extent: empty problems never reach a kernel, and this
+    // one does not take them.)
+    const bool ranges = pb.N > 0 && pb.C > 0 && pb.H > 0 && pb.W > 0 && pb.P > 0 && pb.Q > 0 &&
+                        pb.N <= int_max && pb.C <= int_max && pb.H <= int_max && pb.W <= int_max &&
                         pb.pad_h < 256 && pb.pad_w < 256;
     return geometry && x_map && y_vectors && ranges && tma_available();
   }
