@@ -307,12 +307,13 @@ TEST(Conv2dGroupsForward, DepthwiseHostWindowShapes) {
 // of at most 14 output rows, input rows staged by TMA, which reads zeros outside x). NHWC
 // (32 channels a team, column tiles of at most 16 split evenly): channel tails past the
 // last 32 (36, 68, 100) and a layer of 4 channels, column tiles with a short last one (57
-// columns: 15, 15, 15, 12), bands of unequal height (15 rows: 8 and 7), padding 0,
-// padding beyond the filter, a 1x1 image, three bands of 10. NCHW (rows of a multiple of
-// 4 floats; 4 columns a thread, planes a team = 128 / column groups): a last column
-// group of 2 with scalar stores (58 and 30 columns), two column tiles of 200 (400
-// columns), a plane tail, a one-row image. Backward data at unit stride runs it on the
-// rotated filters. Elsewhere (other builds, double, the host, layers the map cannot
+// columns: 15, 15, 15, 12), bands of unequal height (15 rows: 8 and 7), padding 0 and
+// R - 1, a 1x1 image, three bands of 10. NCHW (rows of a multiple of 4 floats; 4 columns
+// a thread, planes a team = 128 / column groups): a last column group of 2 with scalar
+// stores (58 and 30 columns), two column tiles of 200 (400 columns), a plane tail, a
+// one-row image, padding beyond the filter with the box one column left of the window
+// and vector stores over two bands (pad 3, 36 columns, 24 rows). Backward data at unit stride runs
+// it on the rotated filters. Elsewhere (other builds, double, the host, layers the map cannot
 // describe) the other depthwise kernels take these shapes. On a Hopper build's GPU the
 // forward launches must be the TMA kernel's where it fits.
 TEST(Conv2dGroupsForward, DepthwiseTmaShapes) {
@@ -327,6 +328,7 @@ TEST(Conv2dGroupsForward, DepthwiseTmaShapes) {
       grouped({"tma_w400", 1, 2, 5, 400, 2, 3, 3, 1, 1, 1, 1}, 2, Activation::Identity, true),
       grouped({"tma_c9_w28_pad2", 3, 9, 17, 28, 9, 3, 3, 1, 1, 2, 2}, 9, Activation::Tanh, true),
       grouped({"tma_w8_h1", 2, 5, 1, 8, 5, 3, 3, 1, 1, 1, 1}, 5, Activation::ReLU, true),
+      grouped({"tma_w32_pad3", 2, 3, 20, 32, 3, 3, 3, 1, 1, 3, 3}, 3, Activation::Sigmoid, true),
   };
   check_depthwise_cases(cases, {Layout::NCHW, Layout::NHWC});
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -419,8 +421,8 @@ TEST(Conv2dGroupsBackward, DepthwiseLayersRunTheDepthwiseKernels) {
         LaunchedKernels launched;
         kcnn::conv2d_backward_data(space, dy, in.w, dx, c.params());
         space.fence();
-        // (Hopper builds run float NHWC 3x3 unit-stride layers on the forward kernel's
-        // TMA variant.)
+        // (Hopper builds run float 3x3 unit-stride layers whose dy a tensor map describes
+        // on the forward kernel's TMA variant.)
         const bool forward_kernel =
             launched.saw("kcnn::conv2d::depthwise") || launched.saw("kcnn::conv2d::depthwise::tma");
         EXPECT_EQ(forward_kernel || launched.saw("kcnn::conv2d_backward_data::depthwise") ||

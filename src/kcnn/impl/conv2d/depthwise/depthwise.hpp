@@ -173,9 +173,10 @@ void conv2d_depthwise_run(const ExecSpace& space, const DepthwiseOperands<T, Y>&
   if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda> && std::is_same_v<T, float> &&
                 std::is_same_v<Y, float>) {
     if (depthwise_tma_fits(pb, op)) {
-      if (pb.layout == NHWC)
-        return launch_depthwise_tma<NHWC, DepthwiseTmaShapeFor<NHWC>>(space, op, pb);
-      return launch_depthwise_tma<NCHW, DepthwiseTmaShapeFor<NCHW>>(space, op, pb);
+      const bool launched =
+          pb.layout == NHWC ? launch_depthwise_tma<NHWC, DepthwiseTmaShapeFor<NHWC>>(space, op, pb)
+                            : launch_depthwise_tma<NCHW, DepthwiseTmaShapeFor<NCHW>>(space, op, pb);
+      if (launched) return;
     }
   }
 #endif

@@ -42,7 +42,6 @@
 #include "../../arch/tma.hpp"
 #include "../../common/problem.hpp"
 #include "../../common/tensor_access.hpp"
-#include "../../common/view_checks.hpp"
 #include "../../epilogue/bias_activation.hpp"
 #include "depthwise_args.hpp"
 
@@ -284,21 +283,25 @@ bool depthwise_tma_fits(const Conv2dProblem& pb, const DepthwiseOperands<T, Y>& 
                                      reinterpret_cast<std::uintptr_t>(op.y) % 16 == 0);
     // (A tensor map has no empty extent: empty problems never reach a kernel, and this
     // one does not take them.)
+    // (P and Q with a tile's columns and rows to spare: the kernel forms q0 + q and row
+    // offsets in int.)
+    const std::int64_t limit = int_max - 512;
     const bool ranges = pb.N > 0 && pb.C > 0 && pb.H > 0 && pb.W > 0 && pb.P > 0 && pb.Q > 0 &&
-                        pb.N <= int_max && pb.C <= int_max && pb.H <= int_max && pb.W <= int_max &&
-                        pb.pad_h < 256 && pb.pad_w < 256;
+                        pb.N <= int_max && pb.C <= int_max && pb.H < limit && pb.W < limit &&
+                        pb.P < limit && pb.Q < limit && pb.pad_h < 256 && pb.pad_w < 256;
     return geometry && x_map && y_vectors && ranges && tma_available();
   }
 }
 
 #if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
 /// Launches DepthwiseTmaKernel<L, Shape> on `space` for operands `op` of problem pb
-/// (depthwise_tma_fits holds) in bands of at most `band_rows` output rows (14: the fastest
-/// of 3, 4, 5, 7, 10, 14 and 28 on the issue-22 layers in NHWC, H200, session 45, within
-/// 2% of the best). Column tiles split Q evenly (NHWC 56 columns: 4 of 14, not 3 of 16 and
-/// one of 8).
+/// (depthwise_tma_fits holds) and returns true; false, launching nothing, where the
+/// driver refuses the tensor map or the teams exceed a grid in bands of at most `band_rows` output
+/// rows (14: the fastest of 3, 4, 5, 7, 10, 14 and 28 on the issue-22 layers in NHWC, H200, session
+/// 45, within 2% of the best). Column tiles split Q evenly (NHWC 56 columns: 4 of 14, not 3 of 16
+/// and one of 8).
 template <Layout L, class Shape>
-void launch_depthwise_tma(const Kokkos::Cuda& space, const DepthwiseOperands<float, float>& op,
+bool launch_depthwise_tma(const Kokkos::Cuda& space, const DepthwiseOperands<float, float>& op,
                           const Conv2dProblem& pb, int band_rows = 14) {
   using K = DepthwiseTmaKernel<L, Shape>;
   constexpr bool nhwc = L == Layout::NHWC;
@@ -331,11 +334,11 @@ void launch_depthwise_tma(const Kokkos::Cuda& space, const DepthwiseOperands<flo
                                     std::uint64_t(nhwc ? xs.h : xs.c) * 4, std::uint64_t(xs.n) * 4};
   const int box[4] = {nhwc ? k.planes : k.in_cols(), nhwc ? k.in_cols() : Shape::rows_per_stage,
                       nhwc ? Shape::rows_per_stage : k.planes, 1};
-  throw_if(!tma_encode_float_box_4d(maps.x, op.x, extents, strides, box), "kcnn::conv2d_forward",
-           "the CUDA driver refused the depthwise kernel's tensor map of x");
+  // A map the driver refuses (strides it does not take) or a grid beyond CUDA's: the
+  // caller runs the other kernels.
+  if (!tma_encode_float_box_4d(maps.x, op.x, extents, strides, box)) return false;
   const std::int64_t teams = k.teams(pb.N);
-  throw_if(teams > std::numeric_limits<int>::max(), "kcnn::conv2d_forward",
-           msg("the depthwise kernel's ", teams, " teams exceed a CUDA grid"));
+  if (teams > std::numeric_limits<int>::max()) return false;
   // The most scratch a team takes: NHWC max_cols columns; NCHW planes x in_cols() <=
   // 12 Shape::threads floats a row (planes <= threads / groups, in_cols <= 4 groups + 8).
   constexpr std::size_t row_floats = nhwc ? std::size_t(max_cols + K::Taps - 1) * 4 * K::vectors
@@ -345,6 +348,7 @@ void launch_depthwise_tma(const Kokkos::Cuda& space, const DepthwiseOperands<flo
       K::alignment;
   launch_grid_constant_teams<Shape::threads, Shape::min_teams, max_scratch>(
       space, "kcnn::conv2d::depthwise::tma", static_cast<int>(teams), k.scratch_bytes(), k, maps);
+  return true;
 }
 #endif
 
