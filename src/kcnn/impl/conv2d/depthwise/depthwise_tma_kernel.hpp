@@ -12,9 +12,9 @@
 /// cp.async (one copy per 16 bytes, addressed and bounds-checked by every thread)
 /// reached 46-58%. Here one thread issues a whole stage (rows_per_stage input rows of the
 /// team's columns plus the halo, of all its channels) as one TMA copy, which reads zeros
-/// in the padding, and stages - 1 copies stay in flight while the team computes: 61-86%
-/// of the copy bandwidth in NHWC, 62-81% in NCHW on the same layers (RESULTS.md, session
-/// 45).
+/// in the padding, and stages - 1 copies stay in flight while the team computes: 60-84%
+/// of the copy bandwidth in NHWC, 61-75% in NCHW (the rows a tensor map can describe) on
+/// the same layers, forward (RESULTS.md, session 45).
 ///
 /// NHWC team: 8 channel vectors (32 channels, 128 bytes a pixel) x tile_cols output
 /// columns; thread (v, q) computes 4 channels of column q, reading 3 vectors of each
@@ -281,10 +281,9 @@ bool depthwise_tma_fits(const Conv2dProblem& pb, const DepthwiseOperands<T, Y>& 
       x_map = x_map && stride > 0 && stride % 4 == 0 && stride < (std::int64_t(1) << 37);
     const bool y_vectors = !nhwc || (channel_vectors_aligned(ys, 4) &&
                                      reinterpret_cast<std::uintptr_t>(op.y) % 16 == 0);
-    // (A tensor map has no empty extent: empty problems never reach a kernel, and this
-    // one does not take them.)
-    // (P and Q with a tile's columns and rows to spare: the kernel forms q0 + q and row
-    // offsets in int.)
+    // Extents non-zero (a tensor map has no empty one; empty problems never reach a
+    // kernel anyway) and H, W, P, Q with a tile's rows and columns to spare below INT_MAX
+    // (the kernel forms q0 + q and row indices in int).
     const std::int64_t limit = int_max - 512;
     const bool ranges = pb.N > 0 && pb.C > 0 && pb.H > 0 && pb.W > 0 && pb.P > 0 && pb.Q > 0 &&
                         pb.N <= int_max && pb.C <= int_max && pb.H < limit && pb.W < limit &&
@@ -295,11 +294,11 @@ bool depthwise_tma_fits(const Conv2dProblem& pb, const DepthwiseOperands<T, Y>& 
 
 #if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
 /// Launches DepthwiseTmaKernel<L, Shape> on `space` for operands `op` of problem pb
-/// (depthwise_tma_fits holds) and returns true; false, launching nothing, where the
-/// driver refuses the tensor map or the teams exceed a grid in bands of at most `band_rows` output
-/// rows (14: the fastest of 3, 4, 5, 7, 10, 14 and 28 on the issue-22 layers in NHWC, H200, session
-/// 45, within 2% of the best). Column tiles split Q evenly (NHWC 56 columns: 4 of 14, not 3 of 16
-/// and one of 8).
+/// (depthwise_tma_fits holds) in bands of at most `band_rows` output rows and returns
+/// true; false, launching nothing, where the driver refuses the tensor map or the teams
+/// exceed a CUDA grid. Bands of 14: on the issue-22 layers in NHWC (H200, session 45) the
+/// fastest of 3, 4, 5, 7, 10, 14 and 28 or within 2% of it. Column tiles split Q evenly
+/// (NHWC 56 columns: 4 of 14, not 3 of 16 and one of 8).
 template <Layout L, class Shape>
 bool launch_depthwise_tma(const Kokkos::Cuda& space, const DepthwiseOperands<float, float>& op,
                           const Conv2dProblem& pb, int band_rows = 14) {
