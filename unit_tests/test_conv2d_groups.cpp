@@ -312,10 +312,10 @@ TEST(Conv2dGroupsForward, DepthwiseHostWindowShapes) {
 // a thread, planes a team = 128 / column groups): a last column group of 2 with scalar
 // stores (58 and 30 columns), two column tiles of 200 (400 columns), a plane tail, a
 // one-row image, padding beyond the filter with the box one column left of the window
-// and vector stores over two bands (pad 3, 36 columns, 24 rows). Backward data at unit stride runs
-// it on the rotated filters. Elsewhere (other builds, double, the host, layers the map cannot
-// describe) the other depthwise kernels take these shapes. On a Hopper build's GPU the
-// forward launches must be the TMA kernel's where it fits.
+// and vector stores over two bands (pad 3, 36 columns, 24 rows). Backward data at unit
+// stride runs it on the rotated filters. Elsewhere (other builds, double, the host, layers
+// the map cannot describe) the other depthwise kernels take these shapes. On a Hopper
+// build's GPU the forward launches must be the TMA kernel's where it fits.
 TEST(Conv2dGroupsForward, DepthwiseTmaShapes) {
   // name, N, C, H, W, M, R, S, stride h/w, pad h/w
   const std::vector<ConvCase> cases = {

@@ -152,9 +152,9 @@ void launch_host_taps(const ExecSpace& space, const Conv2dProblem& pb,
 ///
 /// Work items: on Hopper builds, float 3x3 layers at stride 1 (multiplier 1) whose x a
 /// tensor map can describe (NCHW: rows of a multiple of 4 floats) run DepthwiseTmaKernel
-/// (depthwise_tma_kernel.hpp: bands of rows staged by TMA); other
-/// GPU layers (depthwise_kernel.hpp) square 3x3, 5x5, 7x7 filters at stride 1 or
-/// 2 without dilation, 7 outputs down a column (DepthwiseStripKernel) of 4 NHWC channels
+/// (depthwise_tma_kernel.hpp: bands of rows staged by TMA); other GPU layers
+/// (depthwise_kernel.hpp) square 3x3, 5x5, 7x7 filters at stride 1 or 2 without
+/// dilation, 7 outputs down a column (DepthwiseStripKernel) of 4 NHWC channels
 /// (one 16-byte access where multiplier 1, C a multiple of 4 and the tensors aligned) or
 /// of one channel; other geometries NHWC 4 channels x 2 columns, NCHW 1 channel x 4
 /// columns (one 16-byte store where Q is a multiple of 4), R and S at run time;
