@@ -315,8 +315,10 @@ bool launch_depthwise_tma(const Kokkos::Cuda& space, const DepthwiseOperands<flo
   k.pad_h = pb.pad_h, k.pad_w = pb.pad_w;
   k.col_tiles = static_cast<int>((pb.Q + max_cols - 1) / max_cols);
   k.tile_cols = static_cast<int>((pb.Q + k.col_tiles - 1) / k.col_tiles);
+  // NCHW: no more planes than channels (a box of empty planes is the TMA unit's work).
   k.planes = nhwc ? 4 * K::vectors
-                  : std::min(Shape::threads / ((k.tile_cols + K::cols - 1) / K::cols), 256);
+                  : static_cast<int>(std::min<std::int64_t>(
+                        {Shape::threads / ((k.tile_cols + K::cols - 1) / K::cols), 256, pb.M}));
   // NCHW 16-byte stores of y: columns contiguous, whole vectors from every tile's first.
   k.y_column_vectors = !nhwc && k.tile_cols % 4 == 0 && column_vectors_aligned(op.ys, 4) &&
                        reinterpret_cast<std::uintptr_t>(op.y) % 16 == 0;
