@@ -312,10 +312,15 @@ TEST(Conv2dGroupsForward, DepthwiseHostWindowShapes) {
 // a thread, planes a team = 128 / column groups): a last column group of 2 with scalar
 // stores (58 and 30 columns), two column tiles of 200 (400 columns), a plane tail, a
 // one-row image, padding beyond the filter with the box one column left of the window
-// and vector stores over two bands (pad 3, 36 columns, 24 rows). Backward data at unit
-// stride runs it on the rotated filters. Elsewhere (other builds, double, the host, layers
-// the map cannot describe) the other depthwise kernels take these shapes. On a Hopper
-// build's GPU the forward launches must be the TMA kernel's where it fits.
+// and vector stores over two bands (pad 3, 36 columns, 24 rows), two column tiles of 150
+// (300 columns: the second's dy box starts 2 columns left of it). Backward data at unit
+// stride runs it on the rotated filters. The weight gradient's TMA kernel
+// (depthwise_weights_tma_kernel.hpp: the same teams, dy staged beside x, images split
+// among about 1024 teams) takes the same layers where dy's rows are a multiple of 4
+// floats too; 1100 images of 4 channels: teams of one image and of two. Elsewhere (other
+// builds, double, the host, layers the maps cannot describe) the other depthwise kernels
+// take these shapes. On a Hopper build's GPU the forward and weight-gradient launches
+// must be the TMA kernels' where they fit.
 TEST(Conv2dGroupsForward, DepthwiseTmaShapes) {
   // name, N, C, H, W, M, R, S, stride h/w, pad h/w
   const std::vector<ConvCase> cases = {
@@ -329,6 +334,8 @@ TEST(Conv2dGroupsForward, DepthwiseTmaShapes) {
       grouped({"tma_c9_w28_pad2", 3, 9, 17, 28, 9, 3, 3, 1, 1, 2, 2}, 9, Activation::Tanh, true),
       grouped({"tma_w8_h1", 2, 5, 1, 8, 5, 3, 3, 1, 1, 1, 1}, 5, Activation::ReLU, true),
       grouped({"tma_w32_pad3", 2, 3, 20, 32, 3, 3, 3, 1, 1, 3, 3}, 3, Activation::Sigmoid, true),
+      grouped({"tma_w300", 1, 3, 4, 300, 3, 3, 3, 1, 1, 1, 1}, 3, Activation::ReLU, true),
+      grouped({"tma_many_images", 1100, 4, 3, 4, 4, 3, 3, 1, 1, 1, 1}, 4),
   };
   check_depthwise_cases(cases, {Layout::NCHW, Layout::NHWC});
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -349,6 +356,16 @@ TEST(Conv2dGroupsForward, DepthwiseTmaShapes) {
         Space().fence();
         const bool fits = layout == Layout::NHWC ? c.C % 4 == 0 : c.W % 4 == 0;
         EXPECT_EQ(launched.saw("kcnn::conv2d::depthwise::tma"), fits);
+        // The weight gradient's maps describe dy too: NCHW rows of Q floats.
+        const bool weights_fit = fits && (layout == Layout::NHWC || c.Q() % 4 == 0);
+        const auto we = c.w_extents();
+        Tensor4<float, Space> dw("dw", we[0], we[1], we[2], we[3]);
+        kcnn::Conv2dParams linear = c.params();
+        linear.activation = Activation::Identity;
+        LaunchedKernels weights;
+        kcnn::conv2d_backward_weights(Space(), in.x, y, dw, linear);
+        Space().fence();
+        EXPECT_EQ(weights.saw("kcnn::conv2d_backward_weights::depthwise_tma"), weights_fit);
       }
   }
 #endif
@@ -438,7 +455,8 @@ TEST(Conv2dGroupsBackward, DepthwiseLayersRunTheDepthwiseKernels) {
         kcnn::conv2d_backward_weights(space, in.x, dy, dw, c.params());
         space.fence();
         EXPECT_EQ(launched.saw("kcnn::conv2d_backward_weights::depthwise") ||
-                      launched.saw("kcnn::conv2d_backward_weights::depthwise_walk"),
+                      launched.saw("kcnn::conv2d_backward_weights::depthwise_walk") ||
+                      launched.saw("kcnn::conv2d_backward_weights::depthwise_tma"),
                   e.weights_kernel);
       }
     }

@@ -11,7 +11,10 @@
 /// bound by reading x and dy once. Teams own a chunk of the pixels for a block of
 /// channels, each thread its sums in registers; the team adds its threads' sums in
 /// scratch, the chunks' sums wait in the workspace for DepthwiseWeightsStoreKernel
-/// (depthwise_weights_plan.hpp). Three kernels:
+/// (depthwise_weights_plan.hpp). Four kernels:
+///  - DepthwiseWeightsTmaKernel (Hopper builds, float 3x3 at stride 1, multiplier 1, x and
+///    dy mappable by tensor maps): bands of rows of x and dy staged by TMA
+///    (depthwise_weights_tma_kernel.hpp).
 ///  - DepthwiseWeightsWalkKernel (3x3, 5x5, 7x7 filters without dilation and with a
 ///    stride of 1 or 2 along the walk axis; GPUs, and CPUs where the host kernel does
 ///    not take the problem): a thread walks a line of outputs with a sliding window of
@@ -38,6 +41,7 @@
 #include "depthwise_weights_host_kernel.hpp"
 #include "depthwise_weights_plan.hpp"
 #include "depthwise_weights_team_kernel.hpp"
+#include "depthwise_weights_tma_kernel.hpp"
 #include "depthwise_weights_walk_kernel.hpp"
 
 namespace kcnn::Impl {
@@ -172,6 +176,19 @@ void conv2d_backward_weights_depthwise_run(const ExecSpace& space,
   if constexpr (!gpu) {
     if (conv2d_backward_weights_depthwise_host(space, op, pb)) return;
   }
+#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
+  if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda> && std::is_same_v<T, float>) {
+    if (depthwise_weights_tma_fits(pb, op)) {
+      constexpr Layout NHWC = Layout::NHWC, NCHW = Layout::NCHW;
+      const bool launched =
+          pb.layout == NHWC
+              ? launch_depthwise_weights_tma<NHWC, DepthwiseWeightsTmaShapeFor<NHWC>>(space, op, pb)
+              : launch_depthwise_weights_tma<NCHW, DepthwiseWeightsTmaShapeFor<NCHW>>(space, op,
+                                                                                      pb);
+      if (launched) return;
+    }
+  }
+#endif
   if (conv2d_backward_weights_depthwise_walk(space, op, pb)) return;
   const DepthwiseWeightsPlan plan = DepthwiseWeightsPlan::make<Acc>(pb, gpu);
   auto lease = WorkspaceCache<ExecSpace>::acquire(space, plan.workspace_bytes);

@@ -211,6 +211,40 @@ struct DepthwiseWeightsPlan {
   }
 };
 
+/// The sum of entry values[chunk * total] over chunks group, group + groups, ... below
+/// `chunks`: four loads in flight (each a latency away in L2 or memory), four partial
+/// sums added in a fixed order.
+template <class Acc>
+KOKKOS_INLINE_FUNCTION Acc depthwise_chunk_sum(const Acc* values, std::int64_t total,
+                                               std::int64_t chunks, int group, int groups) {
+  Acc part[4] = {0, 0, 0, 0};
+  const std::int64_t stride = groups * total;
+  const Acc* p = values + group * total;
+  std::int64_t chunk = group;
+  for (; chunk + 3 * groups < chunks; chunk += 4 * groups, p += 4 * stride) {
+    part[0] += p[0];
+    part[1] += p[stride];
+    part[2] += p[2 * stride];
+    part[3] += p[3 * stride];
+  }
+  for (int k = 0; chunk < chunks; chunk += groups, p += stride, ++k)
+    part[k] += p[0];
+  return (part[0] + part[1]) + (part[2] + part[3]);
+}
+
+/// Channel m's value of `slot` (tap r S + s; slots - 1: the bias) to dw or dbias.
+template <class T, class Acc>
+KOKKOS_INLINE_FUNCTION void depthwise_weights_write(const DepthwiseBackwardWeightsOperands<T>& op,
+                                                    int S, int slots, std::int64_t m, int slot,
+                                                    Acc value) {
+  if (slot == slots - 1) {
+    op.dbias[m * op.dbias_stride] = from_compute<T>(value);
+  } else {
+    const int r = slot / S, s = slot - r * S;
+    op.dw[m * op.dws.n + r * op.dws.h + s * op.dws.w] = from_compute<T>(value);
+  }
+}
+
 /// Where a team's sums for one channel go: the chunk's slots of the partial sums, or (one
 /// chunk) dw and dbias.
 template <class T>
@@ -239,6 +273,19 @@ struct DepthwiseWeightsSink {
       dwm[r * op.dws.h + s * op.dws.w] = from_compute<T>(sums[k * stride]);
     }
     if (with_bias) op.dbias[m * op.dbias_stride] = from_compute<T>(sums[bias * stride]);
+  }
+
+  /// Channel m's sum in `slot` (tap r S + s, or slots - 1: the bias, skipped unless
+  /// with_bias).
+  KOKKOS_INLINE_FUNCTION void write_slot(std::int64_t chunk, std::int64_t m, int slot,
+                                         Acc value) const {
+    const bool bias = slot == slots - 1;
+    if (bias && !with_bias) return;
+    if (chunks > 1) {
+      partial[(chunk * M + m) * slots + slot] = value;
+    } else {
+      depthwise_weights_write(op, S, slots, m, slot, value);
+    }
   }
 };
 
@@ -285,32 +332,24 @@ struct DepthwiseWeightsStoreKernel {
     // The bias slot holds nothing where dbias was not requested.
     const bool wanted = e < total && (op.dbias || e % slots != slots - 1);
     Acc sum[1] = {0};
-    if (wanted) {
-      for (std::int64_t chunk = group; chunk < chunks; chunk += groups)
-        sum[0] += partial[chunk * total + e];
-    }
+    if (wanted) sum[0] = depthwise_chunk_sum(partial + e, total, chunks, group, groups);
     const Acc* const result = depthwise_team_sum<1>(team, sum, entries);
     if (group != 0 || !wanted) return;
     const std::int64_t m = e / slots;
-    const int slot = static_cast<int>(e - m * slots);
-    if (slot == slots - 1) {
-      op.dbias[m * op.dbias_stride] = from_compute<T>(result[t]);
-    } else {
-      const int r = slot / S, s = slot - r * S;
-      op.dw[m * op.dws.n + r * op.dws.h + s * op.dws.w] = from_compute<T>(result[t]);
-    }
+    depthwise_weights_write(op, S, slots, m, static_cast<int>(e - m * slots), result[t]);
   }
 };
 
 /// Launches DepthwiseWeightsStoreKernel on plan's partial sums (plan.chunks > 1): teams of
-/// 256 threads for 32 entries on GPUs, one thread for one entry on CPUs.
+/// 512 threads for 32 entries on GPUs (16 threads an entry: a few hundred chunks cost
+/// each thread a few round trips to memory), one thread for one entry on CPUs.
 template <class ExecSpace, class T>
 void depthwise_weights_store(const ExecSpace& space, const accumulator_t<T>* partial,
                              const DepthwiseBackwardWeightsOperands<T>& op, const Conv2dProblem& pb,
                              const DepthwiseWeightsPlan& plan, bool gpu) {
   using Policy = Kokkos::TeamPolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
   using Kernel = DepthwiseWeightsStoreKernel<T, typename Policy::member_type>;
-  const int team_size = gpu ? 256 : 1, entries = gpu ? 32 : 1;
+  const int team_size = gpu ? 512 : 1, entries = gpu ? 32 : 1;
   const Kernel k{partial, op, pb.M, plan.chunks, static_cast<int>(pb.S), plan.slots, entries};
   const std::int64_t total = pb.M * plan.slots;
   Kokkos::parallel_for("kcnn::conv2d_backward_weights::depthwise_store",
