@@ -19,16 +19,11 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "impl/backward/conv2d_backward_data_direct.hpp"
-#include "impl/backward/conv2d_backward_data_winograd.hpp"
-#include "impl/backward/conv2d_backward_gemm.hpp"
-#include "impl/backward/conv2d_backward_weights_direct.hpp"
-#include "impl/backward/depthwise/depthwise_backward.hpp"
-#include "impl/common/groups.hpp"
+#include "impl/backward/backward_launch.hpp"
 #include "impl/common/problem.hpp"
 #include "impl/common/profiling.hpp"
 #include "impl/common/view_checks.hpp"
-#include "impl/conv2d/prebuilt_instances.hpp"  // the depthwise kernels' prebuilt instances
+#include "impl/conv2d/prebuilt_instances.hpp"  // the backward launches' prebuilt instances
 #include "types.hpp"
 #include "workspace.hpp"
 
@@ -97,33 +92,9 @@ void conv2d_backward_data(const ExecSpace& space, const DYView& dy, const WView&
     Impl::zero_fill<ExecSpace, T>(space, dxk);
     return;
   }
-  const auto dyk = Impl::as_kernel_view<ExecSpace, false>(dy);
-  const auto wk = Impl::as_kernel_view<ExecSpace, false>(w);
-  if (Impl::depthwise_backward_takes(pb)) {  // one pass over dy, every channel at once
-    const Layout L = pb.layout;
-    Impl::conv2d_backward_data_depthwise_run(
-        space,
-        Impl::DepthwiseBackwardDataOperands<T>{dyk.data(), Impl::logical_strides(dyk, L), wk.data(),
-                                               Impl::logical_strides(wk, L), dxk.data(),
-                                               Impl::logical_strides(dxk, L)},
-        pb);
-    return;
-  }
-  // Group g's dx channels depend on its dy channels and filters only: one backward
-  // convolution per group, on the slices (impl/common/groups.hpp).
-  Impl::for_each_group(
-      pb, dxk, wk, Impl::kernel_input1_t<ExecSpace, T>(), dyk,
-      [&](const auto& dxg, const auto& wg, const auto&, const auto& dyg,
-          const Impl::Conv2dProblem& group) {
-        if (Impl::conv2d_backward_data_winograd(space, dyg, wg, dxg, group)) return std::size_t{0};
-        if (Impl::conv2d_backward_data_direct(space, dyg, wg, dxg, group)) return std::size_t{0};
-        if (group.layout == Layout::NCHW) {
-          Impl::conv2d_backward_data_gemm<Layout::NCHW>(space, dyg, wg, dxg, group);
-        } else {
-          Impl::conv2d_backward_data_gemm<Layout::NHWC>(space, dyg, wg, dxg, group);
-        }
-        return std::size_t{0};
-      });
+  Impl::conv2d_backward_data_launch<ExecSpace, T>(space, Impl::as_kernel_view<ExecSpace, false>(dy),
+                                                  Impl::as_kernel_view<ExecSpace, false>(w), dxk,
+                                                  pb);
 }
 
 /// \brief The gradients of y = conv(x, w) + bias with respect to w and bias:
@@ -185,48 +156,12 @@ void conv2d_backward_weights(const ExecSpace& space, const XView& x, const DYVie
 
   Impl::ProfilingRegion region(op);
   if (pb.M == 0) return;
-  const auto xk = Impl::as_kernel_view<ExecSpace, false>(x);
-  const auto dyk = Impl::as_kernel_view<ExecSpace, false>(dy);
-  const auto dwk = Impl::as_kernel_view<ExecSpace, true>(dw);
-  const Impl::kernel_view_t<ExecSpace, T*> dbk(
-      dbias.data(), Kokkos::LayoutStride(dbias.extent(0), dbias.stride(0)));
-  // One pass over x and dy, every channel at once (batches without output pixels take
-  // the group path below, which writes the zero gradients).
-  if (Impl::depthwise_backward_takes(pb) && pb.N > 0 && pb.P > 0 && pb.Q > 0) {
-    const Layout L = pb.layout;
-    Impl::conv2d_backward_weights_depthwise_run(
-        space,
-        Impl::DepthwiseBackwardWeightsOperands<T>{
-            xk.data(), Impl::logical_strides(xk, L), dyk.data(), Impl::logical_strides(dyk, L),
-            dwk.data(), Impl::logical_strides(dwk, L), pb.has_bias ? dbk.data() : nullptr,
-            static_cast<std::int64_t>(dbk.stride(0))},
-        pb);
-    return;
-  }
-  // Group g's filters and biases depend on its x and dy channels only: one backward
-  // convolution per group, on the slices (impl/common/groups.hpp).
-  Impl::for_each_group(
-      pb, xk, dwk, dbk, dyk,
-      [&](const auto& xg, const auto& dwg, const auto& dbg, const auto& dyg,
-          const Impl::Conv2dProblem& group) {
-        if (group.N > 0 && group.P > 0 && group.Q > 0 &&
-            Impl::conv2d_backward_weights_direct(space, xg, dyg, dwg, group)) {
-          if (group.has_bias) {
-            if (group.layout == Layout::NCHW) {
-              Impl::conv2d_bias_gradient<Layout::NCHW>(space, dyg, dbg, group);
-            } else {
-              Impl::conv2d_bias_gradient<Layout::NHWC>(space, dyg, dbg, group);
-            }
-          }
-          return std::size_t{0};
-        }
-        if (group.layout == Layout::NCHW) {
-          Impl::conv2d_backward_weights_gemm<Layout::NCHW>(space, xg, dyg, dwg, dbg, group);
-        } else {
-          Impl::conv2d_backward_weights_gemm<Layout::NHWC>(space, xg, dyg, dwg, dbg, group);
-        }
-        return std::size_t{0};
-      });
+  Impl::conv2d_backward_weights_launch<ExecSpace, T>(
+      space, Impl::as_kernel_view<ExecSpace, false>(x), Impl::as_kernel_view<ExecSpace, false>(dy),
+      Impl::as_kernel_view<ExecSpace, true>(dw),
+      Impl::kernel_view_t<ExecSpace, T*>(dbias.data(),
+                                         Kokkos::LayoutStride(dbias.extent(0), dbias.stride(0))),
+      pb);
 }
 
 /// \brief conv2d_backward_weights for a layer without bias (no bias gradient).

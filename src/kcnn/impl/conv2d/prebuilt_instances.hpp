@@ -24,7 +24,10 @@
 ///   KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_LAUNCH_INSTANCE, , float)
 /// and likewise KCNN_CONV2D_TILED_INSTANCE and KCNN_CONV2D_TENSOR_CORE_INSTANCE (16-bit
 /// types: KCNN_CONV2D_TENSOR_CORE_16BIT_INSTANCE, with the float output of the two-pass
-/// pooling). Without KCNN_PREBUILT_INSTANCES (the default, e.g. code using the installed
+/// pooling), and KCNN_CONV2D_BACKWARD_INSTANCE (its unit defines
+/// KCNN_DEFINING_BACKWARD_INSTANCES): the backward operations, which otherwise compiled
+/// their Winograd, direct and GEMM kernels in each of the nine units of kcnn's tests,
+/// benchmarks and examples that take a gradient. Without KCNN_PREBUILT_INSTANCES (the default, e.g. code using the installed
 /// package) nothing here is declared and each translation unit instantiates what it calls.
 #pragma once
 
@@ -33,6 +36,7 @@
 #include <cstddef>
 
 #include "../../bfloat16.hpp"
+#include "../backward/backward_launch.hpp"
 #include "../backward/depthwise/depthwise_backward.hpp"
 #include "../common/view_checks.hpp"
 #include "dispatch.hpp"
@@ -62,6 +66,19 @@
   EXTERN template void kcnn::Impl::conv2d_backward_weights_depthwise_run<SPACE, T>(                \
       const SPACE&, const kcnn::Impl::DepthwiseBackwardWeightsOperands<T>&,                        \
       const kcnn::Impl::Conv2dProblem&);
+
+/// The backward operations after their checks (impl/backward/backward_launch.hpp) for
+/// SPACE and T: with the depthwise entry points above, every kernel conv2d_backward_data
+/// and conv2d_backward_weights reach.
+#define KCNN_CONV2D_BACKWARD_INSTANCE(EXTERN, SPACE, T)                                            \
+  EXTERN template void kcnn::Impl::conv2d_backward_data_launch<SPACE, T>(                          \
+      const SPACE&, const kcnn::Impl::kernel_input4_t<SPACE, T>&,                                  \
+      const kcnn::Impl::kernel_input4_t<SPACE, T>&, const kcnn::Impl::kernel_output4_t<SPACE, T>&, \
+      const kcnn::Impl::Conv2dProblem&);                                                           \
+  EXTERN template void kcnn::Impl::conv2d_backward_weights_launch<SPACE, T>(                       \
+      const SPACE&, const kcnn::Impl::kernel_input4_t<SPACE, T>&,                                  \
+      const kcnn::Impl::kernel_input4_t<SPACE, T>&, const kcnn::Impl::kernel_output4_t<SPACE, T>&, \
+      const kcnn::Impl::kernel_view_t<SPACE, T*>&, const kcnn::Impl::Conv2dProblem&);
 
 /// Tiled's launch (conv2d_tiled) for SPACE and T: it fuses every pooling, so y is T.
 #define KCNN_CONV2D_TILED_INSTANCE(EXTERN, SPACE, T)                                              \
@@ -140,6 +157,16 @@ KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_LAUNCH_INSTANCE, extern, Kokkos::Experi
 #endif
 #if KCNN_BFLOAT16_IS_OWN_TYPE
 KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_LAUNCH_INSTANCE, extern, kcnn::bfloat16)
+#endif
+#endif
+#if !defined(KCNN_DEFINING_BACKWARD_INSTANCES)
+KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_BACKWARD_INSTANCE, extern, float)
+KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_BACKWARD_INSTANCE, extern, double)
+#if KCNN_HALF_IS_OWN_TYPE
+KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_BACKWARD_INSTANCE, extern, Kokkos::Experimental::half_t)
+#endif
+#if KCNN_BFLOAT16_IS_OWN_TYPE
+KCNN_FOR_EACH_PREBUILT_SPACE(KCNN_CONV2D_BACKWARD_INSTANCE, extern, kcnn::bfloat16)
 #endif
 #endif
 #endif
