@@ -23,7 +23,8 @@
 /// multiply-adds into its 36 sums (and 4 adds into the bias sums). The team then adds its
 /// threads' sums in scratch in a fixed order; with several teams a channel (image splits
 /// x bands x column tiles: the chunks), the sums go to the workspace and
-/// DepthwiseWeightsStoreKernel adds them, so the result does not depend on the timing.
+/// DepthwiseWeightsTmaStore adds them in a fixed order, so the result does not depend on
+/// the timing (nor on the GPU: the team targets are constants).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -35,7 +36,6 @@
 #include <type_traits>
 
 #include "../../../types.hpp"
-#include "../../arch/device_traits.hpp"
 #include "../../arch/grid_constant_launch.hpp"
 #include "../../arch/macros.hpp"
 #include "../../arch/tma.hpp"
@@ -336,8 +336,8 @@ struct DepthwiseWeightsTmaStore {
   }
 };
 
-/// The shapes kcnn launches, by layout, and the teams it aims at per multiprocessor (the
-/// images split among them). H200, session 46, the issue-22 layers and 64 channels at
+/// The shapes kcnn launches, by layout, and the teams it aims at (the images split among
+/// them). H200, session 46, the issue-22 layers and 64 channels at
 /// 112x112 (RESULTS.md; times of one call with the store kernel, which swing by up to
 /// 10% between neighbouring settings): NHWC 128 threads, 2 rows a stage, 4 stages, 3
 /// teams a multiprocessor: 77 / 64 / 44 / 77% of the copy bandwidth (4 rows a stage, 6
@@ -348,8 +348,11 @@ template <Layout L>
 using DepthwiseWeightsTmaShapeFor =
     std::conditional_t<L == Layout::NHWC, DepthwiseTmaShape<128, 1, 2, 4>,
                        DepthwiseTmaShape<128, 1, 4, 4>>;
+/// (Constants, not a multiple of the device's multiprocessors: the image split orders the
+/// sums, and a result should not depend on the GPU it ran on; 132 multiprocessors, an
+/// H100 SXM's and an H200's.)
 template <Layout L>
-inline constexpr int kDepthwiseWeightsTmaTeamsPerSm = L == Layout::NHWC ? 3 : 6;
+inline constexpr int kDepthwiseWeightsTmaTeams = L == Layout::NHWC ? 3 * 132 : 6 * 132;
 
 /// Whether DepthwiseWeightsTmaKernel computes the weight gradient of depthwise problem pb
 /// on operands `op` of T = float: a Hopper build whose driver encodes tensor maps, 3x3
@@ -389,17 +392,16 @@ bool depthwise_weights_tma_fits(const Conv2dProblem& pb,
 #if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
 /// Launches DepthwiseWeightsTmaKernel<L, Shape> for operands `op` of problem pb
 /// (depthwise_weights_tma_fits holds) in bands of at most `band_rows` output rows, about
-/// `target_teams` teams (images split among them; 0: kDepthwiseWeightsTmaTeamsPerSm a
-/// multiprocessor), then the store kernel where there are several chunks; returns true.
-/// False, launching nothing, where the driver refuses a tensor map, the teams exceed a
-/// CUDA grid or the chunks' sums exceed the workspace limit.
+/// `target_teams` teams (images split among them; 0: kDepthwiseWeightsTmaTeams<L>), then
+/// the store kernel where there are several chunks; returns true. False, launching
+/// nothing, where the driver refuses a tensor map, the teams or a team's stages exceed
+/// int, or the chunks' sums exceed the workspace limit.
 template <Layout L, class Shape>
 bool launch_depthwise_weights_tma(const Kokkos::Cuda& space,
                                   const DepthwiseBackwardWeightsOperands<float>& op,
                                   const Conv2dProblem& pb, int band_rows = 14,
                                   std::int64_t target_teams = 0) {
-  if (target_teams <= 0)
-    target_teams = kDepthwiseWeightsTmaTeamsPerSm<L> * multiprocessor_count(space);
+  if (target_teams <= 0) target_teams = kDepthwiseWeightsTmaTeams<L>;
   using K = DepthwiseWeightsTmaKernel<L, Shape>;
   constexpr bool nhwc = L == Layout::NHWC;
   constexpr int max_cols = nhwc ? Shape::threads / K::vectors
@@ -429,6 +431,12 @@ bool launch_depthwise_weights_tma(const Kokkos::Cuda& space,
   const std::size_t partial_bytes = chunks > 1 ? std::size_t(chunks) * chunk_bytes : 0;
   if (partial_bytes > pb.workspace_limit_bytes) return false;
   if (k.teams() > std::numeric_limits<int>::max()) return false;
+  // A team's stages (its images x the band's) count in int.
+  const std::int64_t team_images = (pb.N + splits - 1) / splits;
+  const std::int64_t band_steps =
+      (std::int64_t(k.chunk_rows) + K::Taps - 1 + Shape::rows_per_stage - 1) /
+      Shape::rows_per_stage;
+  if (team_images * band_steps > std::numeric_limits<int>::max()) return false;
 
   DepthwiseWeightsTmaMaps maps;
   auto encode = [&](TmaDescriptor& map, const float* data, const LogicalStrides& s, int C, int H,
