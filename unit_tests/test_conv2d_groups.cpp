@@ -303,24 +303,27 @@ TEST(Conv2dGroupsForward, DepthwiseHostWindowShapes) {
   check_depthwise_cases(cases, {Layout::NHWC});
 }
 
-// The Hopper kernel of float 3x3 layers at unit stride (depthwise_tma_kernel.hpp: bands
-// of at most 14 output rows, input rows staged by TMA, which reads zeros outside x). NHWC
-// (32 channels a team, column tiles of at most 16 split evenly): channel tails past the
-// last 32 (36, 68, 100) and a layer of 4 channels, column tiles with a short last one (57
-// columns: 15, 15, 15, 12), bands of unequal height (15 rows: 8 and 7), padding 0 and
-// R - 1, a 1x1 image, three bands of 10. NCHW (rows of a multiple of 4 floats; 4 columns
-// a thread, planes a team = 128 / column groups): a last column group of 2 with scalar
-// stores (58 and 30 columns), two column tiles of 200 (400 columns), a plane tail, a
-// one-row image, padding beyond the filter with the box one column left of the window
-// and vector stores over two bands (pad 3, 36 columns, 24 rows), two column tiles of 150
-// (300 columns: the second's dy box starts 2 columns left of it). Backward data at unit
-// stride runs it on the rotated filters. The weight gradient's TMA kernel
-// (depthwise_weights_tma_kernel.hpp: the same teams, dy staged beside x, images split
-// among about 1024 teams) takes the same layers where dy's rows are a multiple of 4
-// floats too; 1100 images of 4 channels: teams of one image and of two. Elsewhere (other
-// builds, double, the host, layers the maps cannot describe) the other depthwise kernels
-// take these shapes. On a Hopper build's GPU the forward and weight-gradient launches
-// must be the TMA kernels' where they fit.
+// The Hopper kernel of float 3x3 layers at unit stride (depthwise_tma_kernel.hpp: bands of
+// at most 14 output rows, input rows staged by TMA, which reads zeros outside x). NHWC (32
+// channels a team, column tiles of at most 16 split evenly): channel tails past the last 32
+// (36, 68, 100) and a layer of 4 channels, column tiles with a short last one (57 columns:
+// 15, 15, 15, 12), bands of unequal height (15 rows: 8 and 7), padding 0 and R - 1, a 1x1
+// image, three bands of 10. NCHW (rows of a multiple of 4 floats; 4 columns a thread,
+// planes a team = 128 / column groups): a last column group of 2 with scalar stores (58 and
+// 30 columns), two column tiles of 200 (400 columns), a plane tail, a one-row image,
+// padding beyond the filter with the box one column left of the window and vector stores
+// over two bands (pad 3, 36 columns, 24 rows), two column tiles of 150 (300 columns: the
+// second's dy box starts 2 columns left of it). NCHW layers whose rows the map cannot
+// describe but whose planes it can run the plane kernel (depthwise_tma_plane_kernel.hpp:
+// whole planes staged, the padding read as zeros by the threads): 14x14 with a channel tail
+// past the stage's 9 planes and 2 stages a team, padding 0 and 2, 5 and 2 columns, a plane
+// of 252 floats. Backward data at unit stride runs it on the rotated filters. The weight
+// gradient's TMA kernel (depthwise_weights_tma_kernel.hpp: the same teams, dy staged beside
+// x, images split among 396 teams in NHWC, 792 in NCHW) takes the same layers where dy's
+// rows are a multiple of 4 floats too; 1100 images of 4 channels: teams of one to three
+// images. Elsewhere (other builds, double, the host, layers the maps cannot describe) the
+// other depthwise kernels take these shapes. On a Hopper build's GPU the forward and
+// weight-gradient launches must be the TMA kernels' where they fit.
 TEST(Conv2dGroupsForward, DepthwiseTmaShapes) {
   // name, N, C, H, W, M, R, S, stride h/w, pad h/w
   const std::vector<ConvCase> cases = {
@@ -336,6 +339,12 @@ TEST(Conv2dGroupsForward, DepthwiseTmaShapes) {
       grouped({"tma_w32_pad3", 2, 3, 20, 32, 3, 3, 3, 1, 1, 3, 3}, 3, Activation::Sigmoid, true),
       grouped({"tma_w300", 1, 3, 4, 300, 3, 3, 3, 1, 1, 1, 1}, 3, Activation::ReLU, true),
       grouped({"tma_many_images", 1100, 4, 3, 4, 4, 3, 3, 1, 1, 1, 1}, 4),
+      grouped({"tma_plane_14", 2, 21, 14, 14, 21, 3, 3, 1, 1, 1, 1}, 21, Activation::ReLU, true),
+      grouped({"tma_plane_pad0", 1, 7, 6, 10, 7, 3, 3, 1, 1, 0, 0}, 7, Activation::Tanh, true),
+      grouped({"tma_plane_pad2", 3, 20, 10, 10, 20, 3, 3, 1, 1, 2, 2}, 20, Activation::Sigmoid),
+      grouped({"tma_plane_w5", 4, 9, 4, 5, 9, 3, 3, 1, 1, 1, 1}, 9, Activation::ReLU, true),
+      grouped({"tma_plane_2x2", 3, 5, 2, 2, 5, 3, 3, 1, 1, 1, 1}, 5, Activation::Identity, true),
+      grouped({"tma_plane_252", 1, 3, 18, 14, 3, 3, 3, 1, 1, 1, 1}, 3),
   };
   check_depthwise_cases(cases, {Layout::NCHW, Layout::NHWC});
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -356,6 +365,11 @@ TEST(Conv2dGroupsForward, DepthwiseTmaShapes) {
         Space().fence();
         const bool fits = layout == Layout::NHWC ? c.C % 4 == 0 : c.W % 4 == 0;
         EXPECT_EQ(launched.saw("kcnn::conv2d::depthwise::tma"), fits);
+        // NCHW rows the map cannot describe, whole planes it can (H W <= 256, a multiple
+        // of 4; Q <= 128).
+        const bool plane_fits = layout == Layout::NCHW && !fits && c.H * c.W <= 256 &&
+                                c.H * c.W % 4 == 0 && c.Q() <= 128;
+        EXPECT_EQ(launched.saw("kcnn::conv2d::depthwise::tma_plane"), plane_fits);
         // The weight gradient's maps describe dy too: NCHW rows of Q floats.
         const bool weights_fit = fits && (layout == Layout::NHWC || c.Q() % 4 == 0);
         const auto we = c.w_extents();
@@ -439,9 +453,10 @@ TEST(Conv2dGroupsBackward, DepthwiseLayersRunTheDepthwiseKernels) {
         kcnn::conv2d_backward_data(space, dy, in.w, dx, c.params());
         space.fence();
         // (Hopper builds run float 3x3 unit-stride layers whose dy a tensor map describes
-        // on the forward kernel's TMA variant.)
-        const bool forward_kernel =
-            launched.saw("kcnn::conv2d::depthwise") || launched.saw("kcnn::conv2d::depthwise::tma");
+        // on the forward kernel's TMA variants.)
+        const bool forward_kernel = launched.saw("kcnn::conv2d::depthwise") ||
+                                    launched.saw("kcnn::conv2d::depthwise::tma") ||
+                                    launched.saw("kcnn::conv2d::depthwise::tma_plane");
         EXPECT_EQ(forward_kernel || launched.saw("kcnn::conv2d_backward_data::depthwise") ||
                       launched.saw("kcnn::conv2d_backward_data::depthwise_walk"),
                   e.data_kernel != nullptr);

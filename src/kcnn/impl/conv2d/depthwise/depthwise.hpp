@@ -24,6 +24,7 @@
 #include "depthwise_host_kernel.hpp"
 #include "depthwise_kernel.hpp"
 #include "depthwise_tma_kernel.hpp"
+#include "depthwise_tma_plane_kernel.hpp"
 
 namespace kcnn::Impl {
 
@@ -152,7 +153,9 @@ void launch_host_taps(const ExecSpace& space, const Conv2dProblem& pb,
 ///
 /// Work items: on Hopper builds, float 3x3 layers at stride 1 (multiplier 1) whose x a
 /// tensor map can describe (NCHW: rows of a multiple of 4 floats) run DepthwiseTmaKernel
-/// (depthwise_tma_kernel.hpp: bands of rows staged by TMA); other GPU layers
+/// (depthwise_tma_kernel.hpp: bands of rows staged by TMA), NCHW ones with other rows but
+/// planes of a multiple of 4 floats up to 256 (14x14) DepthwiseTmaPlaneKernel
+/// (depthwise_tma_plane_kernel.hpp: whole planes staged by TMA); other GPU layers
 /// (depthwise_kernel.hpp) square 3x3, 5x5, 7x7 filters at stride 1 or 2 without
 /// dilation, 7 outputs down a column (DepthwiseStripKernel) of 4 NHWC channels
 /// (one 16-byte access where multiplier 1, C a multiple of 4 and the tensors aligned) or
@@ -178,6 +181,9 @@ void conv2d_depthwise_run(const ExecSpace& space, const DepthwiseOperands<T, Y>&
                             : launch_depthwise_tma<NCHW, DepthwiseTmaShapeFor<NCHW>>(space, op, pb);
       if (launched) return;
     }
+    if (depthwise_tma_plane_fits(pb, op) &&
+        launch_depthwise_tma_plane<DepthwiseTmaPlaneShapeDefault>(space, op, pb))
+      return;
   }
 #endif
   if constexpr (runs_on_host_v<ExecSpace>) {
