@@ -27,8 +27,9 @@
 /// pooling), and KCNN_CONV2D_BACKWARD_INSTANCE (its unit defines
 /// KCNN_DEFINING_BACKWARD_INSTANCES): the backward operations, which otherwise compiled
 /// their Winograd, direct and GEMM kernels in each of the nine units of kcnn's tests,
-/// benchmarks and examples that take a gradient. Without KCNN_PREBUILT_INSTANCES (the default, e.g. code using the installed
-/// package) nothing here is declared and each translation unit instantiates what it calls.
+/// benchmarks and examples that take a gradient. Without KCNN_PREBUILT_INSTANCES (the default, e.g.
+/// code using the installed package) nothing here is declared and each translation unit
+/// instantiates what it calls.
 #pragma once
 
 #include <Kokkos_Core.hpp>
