@@ -57,6 +57,7 @@ struct DepthwiseWeightsTmaMaps {
 /// fields are the launch's (launch_depthwise_weights_tma).
 template <Layout L, class Shape>
 struct DepthwiseWeightsTmaKernel {
+  static constexpr Layout layout = L;
   static constexpr int Taps = 3;
   static constexpr int Sums = Taps * Taps + 1;             ///< the filter's taps, then the bias
   static constexpr int lanes = L == Layout::NHWC ? 4 : 1;  ///< channels a thread
@@ -404,20 +405,12 @@ bool launch_depthwise_weights_tma(const Kokkos::Cuda& space,
   if (target_teams <= 0) target_teams = kDepthwiseWeightsTmaTeams<L>;
   using K = DepthwiseWeightsTmaKernel<L, Shape>;
   constexpr bool nhwc = L == Layout::NHWC;
-  constexpr int max_cols = nhwc ? Shape::threads / K::vectors
-                                : (Shape::threads * K::cols < 248 ? Shape::threads * K::cols : 248);
+  constexpr int max_cols = depthwise_tma_max_cols<Shape, K>();
   K k;
   k.N = static_cast<int>(pb.N), k.M = static_cast<int>(pb.M);
   k.P = static_cast<int>(pb.P), k.Q = static_cast<int>(pb.Q);
   k.pad_h = pb.pad_h, k.pad_w = pb.pad_w;
-  k.col_tiles = static_cast<int>((pb.Q + max_cols - 1) / max_cols);
-  k.tile_cols = static_cast<int>((pb.Q + k.col_tiles - 1) / k.col_tiles);
-  k.planes = nhwc ? 4 * K::vectors
-                  : static_cast<int>(std::min<std::int64_t>(
-                        {Shape::threads / ((k.tile_cols + K::cols - 1) / K::cols), 256, pb.M}));
-  k.channel_tiles = static_cast<int>((pb.M + k.planes - 1) / k.planes);
-  k.row_chunks = static_cast<int>((pb.P + band_rows - 1) / band_rows);
-  k.chunk_rows = static_cast<int>((pb.P + k.row_chunks - 1) / k.row_chunks);
+  depthwise_tma_tile<Shape>(k, pb, band_rows);
   const std::int64_t per_image = std::int64_t(k.row_chunks) * k.col_tiles * k.channel_tiles;
   std::int64_t splits =
       std::clamp<std::int64_t>((target_teams + per_image - 1) / per_image, 1, pb.N);

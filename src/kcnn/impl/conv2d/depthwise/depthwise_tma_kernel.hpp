@@ -68,6 +68,7 @@ struct DepthwiseTmaShape {
 /// pixels' other channels). The fields are the launch's (launch_depthwise_tma).
 template <Layout L, class Shape>
 struct DepthwiseTmaKernel {
+  static constexpr Layout layout = L;
   static constexpr int Taps = 3;
   static constexpr int lanes = L == Layout::NHWC ? 4 : 1;  ///< channels a thread
   static constexpr int cols = L == Layout::NHWC ? 1 : 4;   ///< output columns a thread
@@ -292,39 +293,59 @@ bool depthwise_tma_fits(const Conv2dProblem& pb, const DepthwiseOperands<T, Y>& 
   }
 }
 
+/// Output columns a team of kernel K (DepthwiseTmaKernel's team) takes at most: NHWC one
+/// a thread group of 8 channel vectors; NCHW 4 a thread, up to 248 (a box's extents are at
+/// most 256: the halo and the shift to a 16-byte column).
+template <class Shape, class K>
+constexpr int depthwise_tma_max_cols() {
+  return K::layout == Layout::NHWC
+             ? Shape::threads / K::vectors
+             : (Shape::threads * K::cols < 248 ? Shape::threads * K::cols : 248);
+}
+
+/// The teams' tiling of problem pb for a kernel K with DepthwiseTmaKernel's team (the
+/// weight gradient's, DepthwiseWeightsTmaKernel, shares it): column tiles of at most
+/// max_cols split Q evenly (NHWC 56 columns: 4 of 14, not 3 of 16 and one of 8); NHWC 32
+/// channels a team, NCHW Shape::threads / column groups planes (at most 256 and no more
+/// than the channels: a box of empty planes is the TMA unit's work); bands of at most
+/// band_rows output rows, split evenly. Sets K's tile_cols, col_tiles, planes,
+/// channel_tiles, row_chunks and chunk_rows.
+template <class Shape, class K>
+void depthwise_tma_tile(K& k, const Conv2dProblem& pb, int band_rows) {
+  constexpr bool nhwc = K::layout == Layout::NHWC;
+  constexpr int max_cols = depthwise_tma_max_cols<Shape, K>();
+  k.col_tiles = static_cast<int>((pb.Q + max_cols - 1) / max_cols);
+  k.tile_cols = static_cast<int>((pb.Q + k.col_tiles - 1) / k.col_tiles);
+  k.planes = nhwc ? 4 * K::vectors
+                  : static_cast<int>(std::min<std::int64_t>(
+                        {Shape::threads / ((k.tile_cols + K::cols - 1) / K::cols), 256, pb.M}));
+  k.channel_tiles = static_cast<int>((pb.M + k.planes - 1) / k.planes);
+  k.row_chunks = static_cast<int>((pb.P + band_rows - 1) / band_rows);
+  k.chunk_rows = static_cast<int>((pb.P + k.row_chunks - 1) / k.row_chunks);
+}
+
 #if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDACC__)
 /// Launches DepthwiseTmaKernel<L, Shape> on `space` for operands `op` of problem pb
 /// (depthwise_tma_fits holds) in bands of at most `band_rows` output rows and returns
 /// true; false, launching nothing, where the driver refuses the tensor map or the teams
 /// exceed a CUDA grid. Bands of 14: on the issue-22 layers in NHWC (H200, session 45) the
-/// fastest of 3, 4, 5, 7, 10, 14 and 28 or within 2% of it. Column tiles split Q evenly
-/// (NHWC 56 columns: 4 of 14, not 3 of 16 and one of 8).
+/// fastest of 3, 4, 5, 7, 10, 14 and 28 or within 2% of it. Tiling: depthwise_tma_tile.
 template <Layout L, class Shape>
 bool launch_depthwise_tma(const Kokkos::Cuda& space, const DepthwiseOperands<float, float>& op,
                           const Conv2dProblem& pb, int band_rows = 14) {
   using K = DepthwiseTmaKernel<L, Shape>;
   constexpr bool nhwc = L == Layout::NHWC;
-  // The box's extents are at most 256: NCHW rows of at most 248 columns, the halo and shift.
-  constexpr int max_cols = nhwc ? Shape::threads / K::vectors
-                                : (Shape::threads * K::cols < 248 ? Shape::threads * K::cols : 248);
+  constexpr int max_cols = depthwise_tma_max_cols<Shape, K>();
   K k;
   k.w = op.w, k.ws = op.ws, k.bias = pb.has_bias ? op.bias : nullptr;
   k.bias_stride = pb.has_bias ? op.bias_stride : 0;
   k.y = op.y, k.ys = op.ys;
   k.M = static_cast<int>(pb.M), k.P = static_cast<int>(pb.P), k.Q = static_cast<int>(pb.Q);
   k.pad_h = pb.pad_h, k.pad_w = pb.pad_w;
-  k.col_tiles = static_cast<int>((pb.Q + max_cols - 1) / max_cols);
-  k.tile_cols = static_cast<int>((pb.Q + k.col_tiles - 1) / k.col_tiles);
-  // NCHW: no more planes than channels (a box of empty planes is the TMA unit's work).
-  k.planes = nhwc ? 4 * K::vectors
-                  : static_cast<int>(std::min<std::int64_t>(
-                        {Shape::threads / ((k.tile_cols + K::cols - 1) / K::cols), 256, pb.M}));
+  depthwise_tma_tile<Shape>(k, pb, band_rows);
   // NCHW 16-byte stores of y: columns contiguous, whole vectors from every tile's first.
   k.y_column_vectors = !nhwc && k.tile_cols % 4 == 0 && column_vectors_aligned(op.ys, 4) &&
                        reinterpret_cast<std::uintptr_t>(op.y) % 16 == 0;
-  k.channel_tiles = static_cast<int>((pb.M + k.planes - 1) / k.planes);
-  k.row_chunks = static_cast<int>((pb.P + band_rows - 1) / band_rows);
-  k.chunk_rows = static_cast<int>((pb.P + k.row_chunks - 1) / k.row_chunks);
   k.activation = pb.activation;
   DepthwiseTmaMap maps;
   const LogicalStrides& xs = op.xs;
