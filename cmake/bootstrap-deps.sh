@@ -8,7 +8,7 @@
 # (Kokkos Serial alone, clang++: the fuzz preset's libFuzzer harness is compiled by
 # clang, and one OpenMP runtime per process needs one compiler).
 #
-# 1. Installs the Debian packages the build needs (when missing).
+# 1. Installs the Debian packages the build needs (when missing; openmp: Open MPI too).
 # 2. Fetches Debian's `trilinos` source package (which vendors Kokkos 3.4.01 and
 #    Kokkos Kernels 3.4.01) through a private apt configuration, so the system's
 #    apt files are never touched, and extracts only those two packages.
@@ -52,18 +52,17 @@ recipe_id() {
   } | sha256sum | cut -c1-16
 }
 stamp=$prefix/.kcnn-deps-stamp
-if [[ -f $stamp && $(cat "$stamp") == "$(recipe_id)" ]]; then
-  log "dependencies for '$variant' already installed in $prefix"
-  exit 0
-fi
-
 # ---------------------------------------------------------------------------
 # 1. Debian packages
 # ---------------------------------------------------------------------------
+# (Checked on every run, also where the prefix is finished: a package added here reaches
+# machines that bootstrapped before.)
 packages=(cmake ninja-build g++ make patch xz-utils dpkg-dev libgtest-dev libbenchmark-dev
   libopenblas-dev libdnnl-dev dataset-fashion-mnist zlib1g-dev)
 # libFuzzer and the sanitizer runtimes come with clang's runtime package.
 [[ $variant == fuzz ]] && packages+=(clang libclang-rt-dev)
+# Open MPI: the openmp preset builds kcnn::parallel (KCNN_ENABLE_MPI) and its tests.
+[[ $variant == openmp ]] && packages+=(libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -74,6 +73,11 @@ if ((${#missing[@]})); then
   [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
   "${sudo_cmd[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [[ -f $stamp && $(cat "$stamp") == "$(recipe_id)" ]]; then
+  log "dependencies for '$variant' already installed in $prefix"
+  exit 0
 fi
 
 # ---------------------------------------------------------------------------

@@ -15,3 +15,8 @@
 #include "types.hpp"
 #include "winograd_filters.hpp"
 #include "workspace.hpp"
+// Data-parallel training over MPI: with the CMake target kcnn::parallel only (it brings
+// MPI and defines KCNN_ENABLE_MPI).
+#if defined(KCNN_ENABLE_MPI)
+#include "parallel.hpp"
+#endif

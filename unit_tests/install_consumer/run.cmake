@@ -5,6 +5,8 @@
 # Kernels are found through CMAKE_PREFIX_PATH, as the README says. Fails on any CMake
 # warning in the outside project's configuration, and when the compile commands lack the
 # -march=HOST_ARCH flag kcnn is meant to carry (HOST_ARCH empty: when they have one).
+# EXPECT_PARALLEL (kcnn built with MPI): the package must define kcnn::parallel, whose
+# program runs as one MPI rank.
 foreach(var BUILD_DIR WORK_DIR CXX_COMPILER CXX_FLAGS DEPS_PREFIXES HOST_ARCH)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "run.cmake needs -D${var}=...")
@@ -45,5 +47,14 @@ if(HOST_ARCH AND NOT commands MATCHES "-march=${HOST_ARCH}")
 elseif(NOT HOST_ARCH AND commands MATCHES "-march=")
   message(FATAL_ERROR "kcnn added a -march flag although KCNN_HOST_ARCH is empty: ${commands}")
 endif()
-run_step(${CMAKE_COMMAND} --build "${WORK_DIR}/build")
+run_step(${CMAKE_COMMAND} --build "${WORK_DIR}/build" --parallel 2)
 run_step("${WORK_DIR}/build/consumer")
+if(EXPECT_PARALLEL AND NOT EXISTS "${WORK_DIR}/build/consumer_parallel")
+  message(FATAL_ERROR "kcnn was built with MPI, but the package defined no kcnn::parallel")
+endif()
+if(EXISTS "${WORK_DIR}/build/consumer_parallel")
+  run_step("${WORK_DIR}/build/consumer_parallel")
+  if(NOT step_output MATCHES "parallel: ok")
+    message(FATAL_ERROR "consumer_parallel did not print 'parallel: ok'")
+  endif()
+endif()
