@@ -6,6 +6,7 @@
 //   lenet5 infer [--weights FILE] [--batch B] [--limit N] [--data DIR]
 //                [--precision fp32|bf16|fp16] [--min-accuracy A] [--skip-missing-data]
 //   lenet5 --help
+//   mpirun -np R lenet5 train ...   (built with MPI: data-parallel, data_parallel.hpp)
 //
 // Bad arguments are reported with the usage and exit code 2, before anything runs;
 // errors while running (files that cannot be read or written, a batch larger than the
@@ -51,6 +52,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "data_parallel.hpp"
 #include "weights_file.hpp"
 
 namespace {
@@ -381,13 +383,18 @@ void forward_train(const Layers& net, Activations& a) {
 
 /// Gradients of the batch's mean loss into `grad` (Views into the gradient buffer),
 /// given dlogits; `g` holds the activation gradients (same shapes as `a`).
-void backward(const Layers& net, const Layers& grad, const Activations& a, Activations& g) {
+/// `layer_done(l)` runs as soon as layer l's weight and bias gradients are written
+/// (l = 3, 2, 1, 0: the backward order), before the layers below it are computed.
+template <class LayerDone>
+void backward(const Layers& net, const Layers& grad, const Activations& a, Activations& g,
+              LayerDone&& layer_done) {
   const int batch = static_cast<int>(a.x.extent(0));
   const kcnn::Conv2dParams linear;  // the backward ops take the linear convolution
   // dense2: dW4 = dlogits^T h, db4 = colsum dlogits, dh = dlogits W4
   KokkosBlas::gemm("T", "N", 1.0f, ConstGemmMatrix(g.logits.data(), batch, kClasses),
                    ConstGemmMatrix(a.h.data(), batch, 32), 0.0f, grad.w4);
   column_sums(g.logits, grad.b4);
+  layer_done(3);
   KokkosBlas::gemm("N", "N", 1.0f, ConstGemmMatrix(g.logits.data(), batch, kClasses),
                    ConstGemmMatrix(net.w4), 0.0f, GemmMatrix(g.h.data(), batch, 32));
   kcnn::activation_backward(Space(), kcnn::Activation::ReLU, a.h, g.h, g.h);
@@ -395,17 +402,20 @@ void backward(const Layers& net, const Layers& grad, const Activations& a, Activ
   KokkosBlas::gemm("T", "N", 1.0f, ConstGemmMatrix(g.h.data(), batch, 32),
                    ConstGemmMatrix(a.p2.data(), batch, 1024), 0.0f, grad.w3);
   column_sums(g.h, grad.b3);
+  layer_done(2);
   KokkosBlas::gemm("N", "N", 1.0f, ConstGemmMatrix(g.h.data(), batch, 32), ConstGemmMatrix(net.w3),
                    0.0f, GemmMatrix(g.p2.data(), batch, 1024));
   // pool2, ReLU, conv2
   kcnn::pool2d_backward(Space(), a.a2, g.p2, g.a2, max_pool(4));
   kcnn::activation_backward(Space(), kcnn::Activation::ReLU, a.a2, g.a2, g.a2);
   kcnn::conv2d_backward_weights(Space(), a.p1, g.a2, grad.w2, grad.b2, linear);
+  layer_done(1);
   kcnn::conv2d_backward_data(Space(), g.a2, net.w2, g.p1, linear);
   // pool1, ReLU, conv1 (no input gradient needed)
   kcnn::pool2d_backward(Space(), a.a1, g.p1, g.a1, max_pool(2));
   kcnn::activation_backward(Space(), kcnn::Activation::ReLU, a.a1, g.a1, g.a1);
   kcnn::conv2d_backward_weights(Space(), a.x, g.a1, grad.w1, grad.b1, linear);
+  layer_done(0);
 }
 
 // ---------------------------------------------------------------------------------
@@ -424,7 +434,21 @@ struct Options {
   std::string data = LENET5_DATA_DIR, weights = LENET5_DEFAULT_WEIGHTS, out = "lenet5_trained.bin";
 };
 
+/// This process's rank in MPI_COMM_WORLD (0 without MPI): rank 0 alone prints the usage.
+int world_rank = 0;
+
+#if defined(KCNN_ENABLE_MPI)
+/// MPI lives for the whole program (initialized first thing in main).
+void finalize_mpi() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Finalize();
+}
+#endif
+
 void print_usage(std::FILE* to) {
+  if (world_rank != 0) return;
   std::fprintf(
       to,
       "usage: lenet5 train [--epochs E] [--batch B] [--lr LR] [--limit N] [--out FILE]\n"
@@ -441,13 +465,16 @@ void print_usage(std::FILE* to) {
       "  the weights of FILE; --precision bf16|fp16 also runs them in 16 bits;\n"
       "  --min-accuracy A (0 to 1) exits with 1 below A.\n"
       "--skip-missing-data: exit with 77 (CTest's skip) where the data set is missing.\n"
+      "Data-parallel training (a build with MPI): mpirun -np R lenet5 train ...; each\n"
+      "  rank takes B / R images of every batch of B, the gradients are averaged over the\n"
+      "  ranks, rank 0 prints and writes the weights.\n"
       "defaults: --data %s, --weights %s\n"
       "Arguments starting with --kokkos- go to Kokkos (--kokkos-help lists them).\n",
       LENET5_DATA_DIR, LENET5_DEFAULT_WEIGHTS);
 }
 
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr, "lenet5: %s\n", why.c_str());
+  if (world_rank == 0) std::fprintf(stderr, "lenet5: %s\n", why.c_str());
   print_usage(stderr);
   std::exit(2);
 }
@@ -563,31 +590,42 @@ struct DeviceData {
   void set_order(const std::vector<int>& host) const { Kokkos::deep_copy(order, host_view(host)); }
 };
 
-/// Accuracy of the network on the first `count` images of `data` with the training
-/// forward pass (used between epochs).
-double evaluate(const Layers& net, const DeviceData& data, int count, int batch) {
+/// The number of images in [begin, end) of `data` that the network classifies right,
+/// with the training forward pass (used between epochs, each rank on its share).
+int count_correct(const Layers& net, const DeviceData& data, int begin, int end, int batch) {
   int correct = 0;
   Activations full(batch);
-  for (int first = 0; first < count; first += batch) {
-    const int n = std::min(batch, count - first);
+  for (int first = begin; first < end; first += batch) {
+    const int n = std::min(batch, end - first);
     Activations partial(n == batch ? 0 : n);
     Activations& a = n == batch ? full : partial;
     upsample_batch(data.images, data.order, first, a.x);
     forward_train(net, a);
     correct += softmax_cross_entropy(a.logits, data.labels, data.order, first, Matrix()).correct;
   }
-  return double(correct) / count;
+  return correct;
 }
 
-int train(const Options& o) {
-  check_writable(o.out);
+/// Where each layer's weights and biases start in the flat parameter buffer (the weights
+/// file's order), and the buffer's size: layer l is [offsets[l], offsets[l + 1]).
+std::array<std::size_t, 5> layer_offsets() {
+  std::array<std::size_t, 5> offsets{};
+  for (int l = 0; l < 4; ++l)
+    offsets[l + 1] = offsets[l] + lenet5::kShapes[l].floats();
+  return offsets;
+}
+
+int train(const Options& o, lenet5::Ranks& ranks) {
+  const int R = ranks.size();
+  const bool rank0 = ranks.rank() == 0;
+  if (rank0) check_writable(o.out);
   Dataset train_set, test_set;
   try {
     train_set = load_fashion_mnist(o.data, "train");
     test_set = load_fashion_mnist(o.data, "t10k");
   } catch (const DataMissing& e) {
     if (!o.skip_missing_data) throw;
-    std::printf("skipped: %s\n", e.what());
+    if (rank0) std::printf("skipped: %s\n", e.what());
     return 77;  // CTest's SKIP_RETURN_CODE
   }
   if (o.limit && o.limit < train_set.count) {  // the first N images
@@ -600,6 +638,11 @@ int train(const Options& o) {
     throw std::runtime_error("--batch " + std::to_string(batch) + " exceeds the " +
                              std::to_string(train_set.count) +
                              " training images: no step could run");
+  // Each rank takes batch / R images of every global batch.
+  if (batch % R != 0)
+    throw std::runtime_error("--batch " + std::to_string(batch) + " does not split evenly among " +
+                             std::to_string(R) + " ranks (each takes an equal share)");
+  const int local_batch = batch / R;
   const DeviceData train_data(train_set), test_data(test_set);
   // A run limited to N training images is a quick one: its per-epoch accuracy takes the
   // first N test images too.
@@ -609,16 +652,29 @@ int train(const Options& o) {
   Vector weights("weights", init.size()), grads("grads", init.size()),
       velocity("velocity", init.size());
   Kokkos::deep_copy(weights, host_view(init));
+  ranks.broadcast_from_rank0(Space(), weights);  // identical replicas
   const Layers net(weights), grad(grads);
-  Activations a(batch), g(batch);
-  const bool terminal = isatty(fileno(stdout));
+  Activations a(local_batch), g(local_batch);
+  const auto offsets = layer_offsets();
+  // Layer l's gradient (weights and biases: one contiguous slice) averaged over the
+  // ranks as soon as the backward pass has written it.
+  auto layer_done = [&](int l) {
+    ranks.start_layer_mean(Space(),
+                           Kokkos::subview(grads, std::make_pair(offsets[l], offsets[l + 1])));
+    ranks.progress();
+  };
+  const bool terminal = rank0 && isatty(fileno(stdout));
   std::mt19937 shuffle_rng(7);
   std::vector<int> order(train_set.count);
   std::iota(order.begin(), order.end(), 0);
   const int steps = train_set.count / batch;  // the last partial batch is dropped
 
-  std::printf("lenet5 train on %s: %d images, batch %d, %d epochs, SGD lr %g momentum 0.9\n",
-              Space::name(), train_set.count, batch, o.epochs, double(o.lr));
+  if (rank0) {
+    std::printf("lenet5 train on %s: %d images, batch %d, %d epochs, SGD lr %g momentum 0.9",
+                Space::name(), train_set.count, batch, o.epochs, double(o.lr));
+    if (R > 1) std::printf(", %d ranks of %d images a step", R, local_batch);
+    std::printf("\n");
+  }
   for (int epoch = 0; epoch < o.epochs; ++epoch) {
     // Step schedule: the full rate, then a fifth for the second-to-last epoch and a
     // twenty-fifth for the last, to settle into a minimum; the first epoch always runs
@@ -632,15 +688,19 @@ int train(const Options& o) {
     double loss_sum = 0, last_report = 0;
     int seen = 0, correct = 0;
     for (int step = 0; step < steps; ++step) {
-      const int first = step * batch;
+      // This rank's shard of the global batch; its gradient is the shard's mean.
+      const int first = step * batch + ranks.rank() * local_batch;
       upsample_batch(train_data.images, train_data.order, first, a.x);
       forward_train(net, a);
       const auto lc =
           softmax_cross_entropy(a.logits, train_data.labels, train_data.order, first, g.logits);
-      backward(net, grad, a, g);
+      ranks.start_statistics(lc.loss, lc.correct);
+      backward(net, grad, a, g, layer_done);
+      ranks.finish_gradients();  // the mean over the ranks: the global batch's gradient
       sgd_step(weights, grads, velocity, lr, 0.9f, 5e-4f);
-      loss_sum += lc.loss;
-      correct += lc.correct;
+      const auto [step_loss, step_correct] = ranks.finish_statistics();
+      loss_sum += step_loss;
+      correct += step_correct;
       seen += batch;
       const double t = seconds_since(t0);
       const bool last = step + 1 == steps;
@@ -652,7 +712,7 @@ int train(const Options& o) {
                     std::string(width - filled, '.').c_str(), seen, steps * batch, seen / t,
                     loss_sum / seen, double(correct) / seen);
         std::fflush(stdout);
-      } else if (!terminal && ((step + 1) % std::max(1, steps / 10) == 0 || last)) {
+      } else if (rank0 && !terminal && ((step + 1) % std::max(1, steps / 10) == 0 || last)) {
         std::printf("epoch %d/%d: %d/%d images, %.0f img/s, loss %.4f, train acc %.4f\n", epoch + 1,
                     o.epochs, seen, steps * batch, seen / t, loss_sum / seen,
                     double(correct) / seen);
@@ -662,12 +722,19 @@ int train(const Options& o) {
     Kokkos::fence();
     const double epoch_seconds = seconds_since(t0);
     if (terminal) std::printf("\n");
-    const double test_accuracy = evaluate(net, test_data, test_count, 500);
-    std::printf("epoch %d/%d: %.1f s (%.0f img/s), lr %g, mean loss %.4f, test accuracy %.4f\n",
-                epoch + 1, o.epochs, epoch_seconds, seen / epoch_seconds, double(lr),
-                loss_sum / seen, test_accuracy);
-    std::fflush(stdout);
+    // The test images split among the ranks.
+    const int test_begin = int(std::int64_t(test_count) * ranks.rank() / R),
+              test_end = int(std::int64_t(test_count) * (ranks.rank() + 1) / R);
+    const double test_accuracy =
+        double(ranks.sum(count_correct(net, test_data, test_begin, test_end, 500))) / test_count;
+    if (rank0) {
+      std::printf("epoch %d/%d: %.1f s (%.0f img/s), lr %g, mean loss %.6f, test accuracy %.4f\n",
+                  epoch + 1, o.epochs, epoch_seconds, seen / epoch_seconds, double(lr),
+                  loss_sum / seen, test_accuracy);
+      std::fflush(stdout);
+    }
   }
+  if (!rank0) return 0;  // rank 0 writes the weights
 
   std::vector<float> host(init.size());
   Kokkos::deep_copy(
@@ -813,27 +880,61 @@ int infer(const Options& o) {
 }  // namespace
 
 int main(int argc, char* argv[]) {
+#if defined(KCNN_ENABLE_MPI)
+  // MPI first: every rank reads the same arguments; rank 0 alone prints the usage.
+  MPI_Init(&argc, &argv);
+  std::atexit(finalize_mpi);  // also after a usage error's exit
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+#endif
   // The arguments are read before Kokkos starts (so that --help is ours); Kokkos gets
   // the --kokkos-* ones.
   std::vector<std::string> args;
   std::vector<char*> kokkos_args = {argv[0]};
+  bool device_chosen = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--kokkos-", 9) == 0)
+    if (std::strncmp(argv[i], "--kokkos-", 9) == 0) {
       kokkos_args.push_back(argv[i]);
-    else
+      device_chosen |= std::strncmp(argv[i], "--kokkos-device", 15) == 0 ||
+                       std::strncmp(argv[i], "--kokkos-map-device-id-by", 25) == 0 ||
+                       std::strncmp(argv[i], "--kokkos-num-devices", 20) == 0;
+    } else {
       args.push_back(argv[i]);
+    }
   }
   const Options o = parse(args);
   // libgomp read OMP_PROC_BIND when the program loaded: unset, it binds no threads, and
   // Kokkos would print a warning about it on every run. Set it to what holds.
   setenv("OMP_PROC_BIND", "false", 0);
+  lenet5::Ranks ranks;
+#if defined(KCNN_ENABLE_MPI) && defined(KOKKOS_ENABLE_CUDA)
+  // One GPU per rank of a node (local rank modulo the GPUs), unless the command line
+  // chose.
+  std::string device_argument = ranks.kokkos_device_argument();
+  if (!device_chosen) kokkos_args.push_back(device_argument.data());
+#endif
+  (void)device_chosen;
   int kokkos_argc = static_cast<int>(kokkos_args.size());
   kokkos_args.push_back(nullptr);
   Kokkos::ScopeGuard kokkos(kokkos_argc, kokkos_args.data());
   try {
-    return o.command == "train" ? train(o) : infer(o);
+    if (o.command == "infer" && ranks.size() > 1) {
+      if (ranks.rank() == 0)
+        std::fprintf(stderr, "lenet5: error: lenet5 infer runs on one rank, not %d\n",
+                     ranks.size());
+      return 1;
+    }
+    return o.command == "train" ? train(o, ranks) : infer(o);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "lenet5: error: %s\n", e.what());
+    if (ranks.size() == 1) {
+      std::fprintf(stderr, "lenet5: error: %s\n", e.what());
+      return 1;
+    }
+    // The other ranks may be waiting in a collective: stop them all.
+    std::fprintf(stderr, "lenet5: error (rank %d of %d): %s\n", ranks.rank(), ranks.size(),
+                 e.what());
+#if defined(KCNN_ENABLE_MPI)
+    MPI_Abort(MPI_COMM_WORLD, 1);
+#endif
     return 1;
   }
 }
