@@ -615,6 +615,10 @@ std::vector<PoolParam> pool_params() {
       {"pad_window_minus_1", 2, 2, 5, 6, 3, 3, 1, 1, 2, 2},
       {"window_beyond_input", 2, 3, 3, 1, 3, 3, 2, 2, 1, 1},
       {"global", 1, 4, 7, 7, 7, 7, 7, 7},
+      // Disjoint windows (the scatter kernel) with padding, gaps and remainders.
+      {"disjoint_pad1", 2, 3, 9, 8, 2, 2, 2, 2, 1, 1},
+      {"disjoint_3s4_pad1", 2, 3, 14, 11, 3, 3, 4, 4, 1, 1},
+      {"disjoint_1x3", 1, 2, 5, 10, 1, 3, 1, 3},
   };
   std::vector<PoolParam> list;
   for (const auto& base : shapes)
