@@ -7,8 +7,8 @@
 /// the same weights (rank 0's, broadcast at the start), takes its shard of each global
 /// batch, and the ranks average each layer's gradient as soon as the backward pass has
 /// produced it (start_layer_mean), while the backward pass goes on; the optimizer step
-/// waits for them all (finish_gradients). The step statistics (loss sum, correct count)
-/// are summed over the ranks the same way.
+/// waits for them all (finish_gradients). The loss and accuracy are summed over the ranks
+/// when progress is reported (sum).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -18,7 +18,6 @@
 
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace lenet5 {
@@ -80,38 +79,35 @@ class Ranks {
 #endif
   }
 
-  /// Starts summing a step's statistics over the ranks; finish_statistics() completes it.
-  void start_statistics(double loss_sum, int correct) {
-    statistics_[0] = loss_sum, statistics_[1] = correct;
+  /// Rank 0's value of `value` on every rank (a choice only rank 0 can make).
+  bool rank0_value(bool value) const {
 #if defined(KCNN_ENABLE_MPI)
-    if (size() > 1)
-      MPI_Iallreduce(MPI_IN_PLACE, statistics_, 2, MPI_DOUBLE, MPI_SUM, comm_->mpi_comm(),
-                     &statistics_request_);
+    int v = value;
+    if (size() > 1) MPI_Bcast(&v, 1, MPI_INT, 0, comm_->mpi_comm());
+    return v != 0;
+#else
+    return value;
 #endif
-  }
-  /// The sums of the values given to start_statistics: {loss sum, correct count}.
-  std::pair<double, int> finish_statistics() {
-#if defined(KCNN_ENABLE_MPI)
-    if (statistics_request_ != MPI_REQUEST_NULL) MPI_Wait(&statistics_request_, MPI_STATUS_IGNORE);
-#endif
-    return {statistics_[0], static_cast<int>(statistics_[1])};
   }
 
-  /// The sum of `value` over the ranks (blocking; between epochs).
-  int sum(int value) const {
+  /// The sums over the ranks of a loss sum and a correct count (blocking).
+  template <class LossAndCorrect>
+  LossAndCorrect sum(LossAndCorrect mine) const {
 #if defined(KCNN_ENABLE_MPI)
-    if (size() > 1) MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_SUM, comm_->mpi_comm());
+    if (size() > 1) {
+      double both[2] = {mine.loss, double(mine.correct)};
+      MPI_Allreduce(MPI_IN_PLACE, both, 2, MPI_DOUBLE, MPI_SUM, comm_->mpi_comm());
+      mine.loss = both[0], mine.correct = static_cast<int>(both[1]);
+    }
 #endif
-    return value;
+    return mine;
   }
 
  private:
 #if defined(KCNN_ENABLE_MPI)
   std::unique_ptr<kcnn::parallel::Communicator> comm_;
   std::vector<kcnn::parallel::Request> pending_;
-  MPI_Request statistics_request_ = MPI_REQUEST_NULL;
 #endif
-  double statistics_[2] = {0, 0};
 };
 
 }  // namespace lenet5

@@ -219,16 +219,13 @@ struct LossAndCorrect {
 };
 
 /// Softmax cross-entropy of the logits against the labels of images order[first + b]:
-/// the summed loss and the number of correct argmax predictions; with `dlogits`
-/// non-empty, also the gradient of the mean loss, (softmax - onehot) / batch.
+/// the summed loss and the number of correct argmax predictions (evaluation and
+/// inference; training steps use softmax_cross_entropy_step).
 LossAndCorrect softmax_cross_entropy(const Matrix& logits,
                                      const Kokkos::View<const std::uint8_t*, Memory>& labels,
-                                     const Kokkos::View<const int*, Memory>& order, int first,
-                                     const Matrix& dlogits) {
+                                     const Kokkos::View<const int*, Memory>& order, int first) {
   const int batch = static_cast<int>(logits.extent(0));
-  const bool gradient = dlogits.extent(0) != 0;
-  double loss = 0;
-  int correct = 0;
+  LossAndCorrect r;
   Kokkos::parallel_reduce(
       "lenet5::softmax_cross_entropy", Kokkos::RangePolicy<Space>(0, batch),
       KOKKOS_LAMBDA(const int b, double& loss_sum, int& correct_sum) {
@@ -242,14 +239,63 @@ LossAndCorrect softmax_cross_entropy(const Matrix& logits,
           sum += device_math::exp(logits(b, k) - top);
         loss_sum += double(device_math::log(sum) + top - logits(b, label));
         correct_sum += best == label ? 1 : 0;
-        if (gradient)
-          for (int k = 0; k < kClasses; ++k)
-            dlogits(b, k) =
-                (device_math::exp(logits(b, k) - top) / sum - (k == label ? 1.f : 0.f)) /
-                float(batch);
       },
-      loss, correct);
-  return {loss, correct};
+      r.loss, r.correct);
+  return r;
+}
+
+/// Each training sample's loss and whether its argmax was right, kept on the device for
+/// one epoch (indexed by the sample's place among this rank's images of the epoch) and
+/// summed only when progress is reported: the training steps never wait for the GPU.
+struct EpochRecord {
+  Kokkos::View<float*, Memory> loss;
+  Kokkos::View<int*, Memory> correct;
+  explicit EpochRecord(int samples)
+      : loss("sample_loss", samples), correct("sample_correct", samples) {}
+
+  /// The sums over the first `count` samples (waits for the steps that wrote them).
+  LossAndCorrect sums(int count) const {
+    LossAndCorrect r;
+    const auto l = loss;
+    const auto c = correct;
+    Kokkos::parallel_reduce(
+        "lenet5::epoch_record_sums", Kokkos::RangePolicy<Space>(0, count),
+        KOKKOS_LAMBDA(const int i, double& loss_sum, int& correct_sum) {
+          loss_sum += double(l(i));
+          correct_sum += c(i);
+        },
+        r.loss, r.correct);
+    return r;
+  }
+};
+
+/// The training step's softmax cross-entropy: the gradient of the batch's mean loss,
+/// (softmax - onehot) / batch, into dlogits, and each sample's loss and correctness
+/// into `record` at [at, at + batch). No reduction, so nothing waits for it.
+void softmax_cross_entropy_step(const Matrix& logits,
+                                const Kokkos::View<const std::uint8_t*, Memory>& labels,
+                                const Kokkos::View<const int*, Memory>& order, int first,
+                                const Matrix& dlogits, const EpochRecord& record, int at) {
+  const int batch = static_cast<int>(logits.extent(0));
+  const auto sample_loss = record.loss;
+  const auto sample_correct = record.correct;
+  Kokkos::parallel_for(
+      "lenet5::softmax_cross_entropy_step", Kokkos::RangePolicy<Space>(0, batch),
+      KOKKOS_LAMBDA(const int b) {
+        const int label = labels(order(first + b));
+        float top = logits(b, 0);
+        int best = 0;
+        for (int k = 1; k < kClasses; ++k)
+          if (logits(b, k) > top) top = logits(b, k), best = k;
+        float sum = 0;
+        for (int k = 0; k < kClasses; ++k)
+          sum += device_math::exp(logits(b, k) - top);
+        sample_loss(at + b) = device_math::log(sum) + top - logits(b, label);
+        sample_correct(at + b) = best == label ? 1 : 0;
+        for (int k = 0; k < kClasses; ++k)
+          dlogits(b, k) = (device_math::exp(logits(b, k) - top) / sum - (k == label ? 1.f : 0.f)) /
+                          float(batch);
+      });
 }
 
 /// SGD with momentum and weight decay on the flat parameter buffer:
@@ -601,7 +647,7 @@ int count_correct(const Layers& net, const DeviceData& data, int begin, int end,
     Activations& a = n == batch ? full : partial;
     upsample_batch(data.images, data.order, first, a.x);
     forward_train(net, a);
-    correct += softmax_cross_entropy(a.logits, data.labels, data.order, first, Matrix()).correct;
+    correct += softmax_cross_entropy(a.logits, data.labels, data.order, first).correct;
   }
   return correct;
 }
@@ -663,11 +709,16 @@ int train(const Options& o, lenet5::Ranks& ranks) {
                            Kokkos::subview(grads, std::make_pair(offsets[l], offsets[l + 1])));
     ranks.progress();
   };
-  const bool terminal = rank0 && isatty(fileno(stdout));
   std::mt19937 shuffle_rng(7);
   std::vector<int> order(train_set.count);
   std::iota(order.begin(), order.end(), 0);
   const int steps = train_set.count / batch;  // the last partial batch is dropped
+  EpochRecord record(steps * local_batch);
+  // Progress: a bar on rank 0's terminal every 2% of the steps, plain lines every 10%
+  // otherwise (every rank reports at the same steps: a report sums over the ranks). A
+  // report is the only time the host waits for the GPU within an epoch.
+  const bool terminal = ranks.rank0_value(rank0 && isatty(fileno(stdout)));
+  const int report_every = std::max(1, steps / (terminal ? 50 : 10));
 
   if (rank0) {
     std::printf("lenet5 train on %s: %d images, batch %d, %d epochs, SGD lr %g momentum 0.9",
@@ -685,48 +736,50 @@ int train(const Options& o, lenet5::Ranks& ranks) {
     std::shuffle(order.begin(), order.end(), shuffle_rng);
     train_data.set_order(order);
     const auto t0 = std::chrono::steady_clock::now();
-    double loss_sum = 0, last_report = 0;
-    int seen = 0, correct = 0;
+    LossAndCorrect totals;  // of the global batches so far (at the last report)
     for (int step = 0; step < steps; ++step) {
       // This rank's shard of the global batch; its gradient is the shard's mean.
       const int first = step * batch + ranks.rank() * local_batch;
       upsample_batch(train_data.images, train_data.order, first, a.x);
       forward_train(net, a);
-      const auto lc =
-          softmax_cross_entropy(a.logits, train_data.labels, train_data.order, first, g.logits);
-      ranks.start_statistics(lc.loss, lc.correct);
+      softmax_cross_entropy_step(a.logits, train_data.labels, train_data.order, first, g.logits,
+                                 record, step * local_batch);
       backward(net, grad, a, g, layer_done);
       ranks.finish_gradients();  // the mean over the ranks: the global batch's gradient
       sgd_step(weights, grads, velocity, lr, 0.9f, 5e-4f);
-      const auto [step_loss, step_correct] = ranks.finish_statistics();
-      loss_sum += step_loss;
-      correct += step_correct;
-      seen += batch;
-      const double t = seconds_since(t0);
       const bool last = step + 1 == steps;
-      if (terminal && (t - last_report > 0.25 || last)) {
-        last_report = t;
+      if ((step + 1) % report_every != 0 && !last) continue;
+      const LossAndCorrect mine = record.sums((step + 1) * local_batch);
+      totals = ranks.sum(mine);
+      const int seen = (step + 1) * batch;
+      const double t = seconds_since(t0);
+      if (!rank0) continue;
+      if (terminal) {
         const int width = 30, filled = int(double(width) * (step + 1) / steps);
         std::printf("\repoch %d/%d [%s%s] %5d/%d  %6.0f img/s  loss %.4f  train acc %.4f",
                     epoch + 1, o.epochs, std::string(filled, '#').c_str(),
                     std::string(width - filled, '.').c_str(), seen, steps * batch, seen / t,
-                    loss_sum / seen, double(correct) / seen);
-        std::fflush(stdout);
-      } else if (rank0 && !terminal && ((step + 1) % std::max(1, steps / 10) == 0 || last)) {
+                    totals.loss / seen, double(totals.correct) / seen);
+      } else {
         std::printf("epoch %d/%d: %d/%d images, %.0f img/s, loss %.4f, train acc %.4f\n", epoch + 1,
-                    o.epochs, seen, steps * batch, seen / t, loss_sum / seen,
-                    double(correct) / seen);
-        std::fflush(stdout);
+                    o.epochs, seen, steps * batch, seen / t, totals.loss / seen,
+                    double(totals.correct) / seen);
       }
+      std::fflush(stdout);
     }
     Kokkos::fence();
     const double epoch_seconds = seconds_since(t0);
-    if (terminal) std::printf("\n");
+    const int seen = steps * batch;
+    const double loss_sum = totals.loss;
+    if (terminal && rank0) std::printf("\n");
     // The test images split among the ranks.
     const int test_begin = int(std::int64_t(test_count) * ranks.rank() / R),
               test_end = int(std::int64_t(test_count) * (ranks.rank() + 1) / R);
     const double test_accuracy =
-        double(ranks.sum(count_correct(net, test_data, test_begin, test_end, 500))) / test_count;
+        double(
+            ranks.sum(LossAndCorrect{0, count_correct(net, test_data, test_begin, test_end, 500)})
+                .correct) /
+        test_count;
     if (rank0) {
       std::printf("epoch %d/%d: %.1f s (%.0f img/s), lr %g, mean loss %.6f, test accuracy %.4f\n",
                   epoch + 1, o.epochs, epoch_seconds, seen / epoch_seconds, double(lr),
@@ -824,7 +877,7 @@ InferResult infer_pass(const DeviceData& data, const Vector& weights, int count,
     const auto t_total = std::chrono::steady_clock::now();
     upsample_batch(data.images, data.order, first, Tensor(xs));
     const Matrix ls = layers(n, &r.conv1_ms, &r.conv2_ms);
-    r.correct += softmax_cross_entropy(ls, data.labels, data.order, first, Matrix()).correct;
+    r.correct += softmax_cross_entropy(ls, data.labels, data.order, first).correct;
     r.total_ms += 1e3 * seconds_since(t_total);
   }
   return r;
