@@ -5,9 +5,10 @@
 ///        GPU a rank drives.
 ///
 /// kcnn moves no bytes itself: the transport is the MPI the application already runs
-/// under (and, for CUDA device memory, a CUDA-aware MPI). It is optional: link the
-/// CMake target kcnn::parallel (built where CMake finds MPI, KCNN_ENABLE_MPI), which
-/// brings MPI and defines KCNN_ENABLE_MPI; code without it is unchanged.
+/// under, and for CUDA device memory NCCL (KCNN_ENABLE_NCCL) or a CUDA-aware MPI. It is
+/// optional: link the CMake target kcnn::parallel (built where CMake finds MPI,
+/// KCNN_ENABLE_MPI), which brings MPI (and NCCL) and defines KCNN_ENABLE_MPI (and
+/// KCNN_ENABLE_NCCL); code without it is unchanged.
 ///
 /// The model is PyTorch's DistributedDataParallel: every rank holds the same weights,
 /// takes its own shard of each global batch, computes the gradient of its shard's mean
@@ -27,10 +28,14 @@
 ///       ...optimizer step...
 ///     }
 ///
-/// Ordering: a call first fences the execution space instance it is given (the kernels
-/// that wrote the View must have finished before MPI reads host memory), and the
-/// division by the number of ranks runs on that instance after the sum arrives. No
-/// other instance is fenced.
+/// Ordering: through NCCL (device memory in an NCCL build) a call enqueues the collective
+/// on the CUDA stream of the execution space instance it is given (ncclAvg: the mean in
+/// one step) and returns; nothing is fenced, and kernels enqueued later on that
+/// instance see the result. Through MPI a call first fences the instance (the kernels
+/// that wrote the View must have finished before MPI reads it), and the division by the
+/// number of ranks runs on that instance after the sum arrives. No other instance is
+/// fenced. Every call goes through its transport also on one rank (so a one-rank run
+/// takes the path of a many-rank run; only the division by 1 is skipped).
 ///
 /// Every rank must make the same calls in the same order with Views of the same type
 /// and size (MPI's rule for collectives; a mismatch is an MPI error or a hang, which
@@ -39,10 +44,10 @@
 /// rounding, differs from a sum on one rank.
 ///
 /// Memory: Views the host can access (HostSpace, CUDA UVM or host-pinned memory) go to
-/// MPI directly; CUDA device memory needs a CUDA-aware MPI (asked at run time): without
-/// one a call on more than one rank throws kcnn::Error and nothing is sent (kcnn does
-/// not silently stage device memory through the host). On one rank nothing moves, and
-/// every call returns at once.
+/// MPI directly; CUDA device memory goes to NCCL in an NCCL build, otherwise to MPI if
+/// it is CUDA-aware (asked at run time); without either a call throws kcnn::Error and
+/// nothing is sent (kcnn does not silently stage device memory through the host).
+/// Element types: MPI sums float and double; NCCL also half_t and kcnn::bfloat16.
 #pragma once
 
 #if !defined(KCNN_ENABLE_MPI)
@@ -61,6 +66,14 @@
 
 #include "impl/parallel/mpi_transport.hpp"
 #include "types.hpp"
+#if defined(KCNN_ENABLE_NCCL)
+#if !defined(KOKKOS_ENABLE_CUDA)
+#error "KCNN_ENABLE_NCCL needs Kokkos' CUDA backend"
+#endif
+#include <memory>
+
+#include "impl/parallel/nccl_transport.hpp"
+#endif
 
 namespace kcnn::parallel {
 
@@ -68,7 +81,8 @@ namespace kcnn::parallel {
 /// afterwards the View holds the mean over the ranks (the division enqueued on the
 /// execution space instance of the call). Move-only. A request destroyed before wait()
 /// waits for the transfer (MPI requires every request to complete) but skips the
-/// division: call wait().
+/// division: call wait(). (Through NCCL the mean is already enqueued on the instance's
+/// stream: the request is done at once.)
 class Request {
  public:
   Request() = default;
@@ -159,18 +173,31 @@ class Communicator {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
   ~Communicator() {
+#if defined(KCNN_ENABLE_NCCL)
+    nccl_.reset();
+#endif
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   }
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
+  int rank() const {
+    return rank_;
+  }
+  int size() const {
+    return size_;
+  }
   /// This process's rank among the ranks on its node, and their number.
-  int local_rank() const { return local_rank_; }
-  int local_size() const { return local_size_; }
+  int local_rank() const {
+    return local_rank_;
+  }
+  int local_size() const {
+    return local_size_;
+  }
   /// The duplicated communicator (for the application's own messages beside kcnn's).
-  MPI_Comm mpi_comm() const { return comm_; }
+  MPI_Comm mpi_comm() const {
+    return comm_;
+  }
 
   /// The GPU this rank drives: its local rank modulo the GPUs it sees (so R ranks on a
   /// node with R GPUs take one each), 0 where there are none.
@@ -185,28 +212,41 @@ class Communicator {
   }
 
   /// Starts replacing each element of `gradient` by its mean over the ranks; the
-  /// request's wait() completes it. Fences `space` first. `gradient`: a contiguous
-  /// View of float or double of the same size on every rank.
+  /// request's wait() completes it. MPI: fences `space` first; NCCL: enqueued on its
+  /// stream. `gradient`: a contiguous View of the same size on every rank.
   template <class ExecSpace, class View>
   [[nodiscard]] Request start_allreduce_mean(const ExecSpace& space, const View& gradient) const {
-    using T = typename View::non_const_value_type;
     static_assert(Kokkos::is_view<View>::value,
                   "kcnn::parallel: start_allreduce_mean takes a Kokkos::View");
+    using T = typename View::non_const_value_type;
     static_assert(std::is_same_v<typename View::value_type, T>,
                   "kcnn::parallel: the gradient View is written: it cannot be const");
-    const MPI_Datatype type = Impl::mpi_sum_type<T>();
-    check_transferable(gradient, "start_allreduce_mean");
+    constexpr const char* call = "start_allreduce_mean";
+    check_contiguous(gradient, call);
     const std::size_t n = gradient.span();
-    if (size_ == 1 || n == 0) return Request();  // the mean of one rank is itself
-    check_count(n, "start_allreduce_mean");
-    space.fence();
-    MPI_Request request = MPI_REQUEST_NULL;
-    Impl::check_mpi(MPI_Iallreduce(MPI_IN_PLACE, gradient.data(), static_cast<int>(n), type,
-                                   MPI_SUM, comm_, &request),
-                    "MPI_Iallreduce");
     T* const data = gradient.data();
-    const T factor = T(1) / T(size_);
-    return Request(request, [space, data, n, factor] { Impl::scale(space, data, n, factor); });
+    if constexpr (uses_nccl<typename View::memory_space>()) {
+#if defined(KCNN_ENABLE_NCCL)
+      const ncclComm_t comm = nccl_->get(comm_, rank_, size_);
+      if (n > 0)
+        Impl::check_nccl(ncclAllReduce(data, data, n, Impl::nccl_type<T>(), ncclAvg, comm,
+                                       Impl::stream_of(space)),
+                         "ncclAllReduce");
+#endif
+      return Request();  // ordered on the instance's stream: nothing for the host to wait for
+    } else {
+      const MPI_Datatype type = Impl::mpi_sum_type<T>();
+      check_mpi_reads<typename View::memory_space>(gradient, call);
+      check_count(n, call);
+      space.fence();
+      MPI_Request request = MPI_REQUEST_NULL;
+      Impl::check_mpi(
+          MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), type, MPI_SUM, comm_, &request),
+          "MPI_Iallreduce");
+      if (size_ == 1 || n == 0) return Request(request, nullptr);  // the mean of one rank
+      const T factor = T(1) / T(size_);
+      return Request(request, [space, data, n, factor] { Impl::scale(space, data, n, factor); });
+    }
   }
 
   /// Replaces each element of every View by its mean over the ranks (started together,
@@ -220,38 +260,62 @@ class Communicator {
   }
 
   /// Copies `root`'s View into every rank's (the initial weights: identical replicas).
-  /// Fences `space` first; any element type; the same size on every rank.
+  /// MPI: fences `space` first; NCCL: enqueued on its stream. Any element type; the same
+  /// size on every rank.
   template <class ExecSpace, class View>
   void broadcast(const ExecSpace& space, const View& values, int root = 0) const {
     static_assert(Kokkos::is_view<View>::value, "kcnn::parallel: broadcast takes a Kokkos::View");
     static_assert(std::is_same_v<typename View::value_type, typename View::non_const_value_type>,
                   "kcnn::parallel: the broadcast View is written: it cannot be const");
+    constexpr const char* call = "broadcast";
     if (root < 0 || root >= size_)
       throw Error("kcnn::parallel::broadcast: root " + std::to_string(root) +
                   " is not a rank of this communicator (size " + std::to_string(size_) + ")");
-    check_transferable(values, "broadcast");
+    check_contiguous(values, call);
     const std::size_t bytes = values.span() * sizeof(typename View::value_type);
-    if (size_ == 1 || bytes == 0) return;
-    check_count(bytes, "broadcast");
-    space.fence();
-    Impl::check_mpi(MPI_Bcast(values.data(), static_cast<int>(bytes), MPI_BYTE, root, comm_),
-                    "MPI_Bcast");
+    if constexpr (uses_nccl<typename View::memory_space>()) {
+#if defined(KCNN_ENABLE_NCCL)
+      const ncclComm_t comm = nccl_->get(comm_, rank_, size_);
+      if (bytes > 0)
+        Impl::check_nccl(ncclBroadcast(values.data(), values.data(), bytes, ncclUint8, root, comm,
+                                       Impl::stream_of(space)),
+                         "ncclBroadcast");
+#endif
+    } else {
+      check_mpi_reads<typename View::memory_space>(values, call);
+      check_count(bytes, call);
+      space.fence();
+      Impl::check_mpi(MPI_Bcast(values.data(), static_cast<int>(bytes), MPI_BYTE, root, comm_),
+                      "MPI_Bcast");
+    }
   }
 
  private:
-  /// Refuses Views MPI cannot be given as one buffer: strided ones, and (where data
-  /// moves: more than one rank) device memory without a CUDA-aware MPI.
+  /// Whether Views of MemorySpace go to NCCL (device memory in an NCCL build).
+  template <class MemorySpace>
+  static constexpr bool uses_nccl() {
+#if defined(KCNN_ENABLE_NCCL)
+    return !Impl::host_accessible<MemorySpace>;
+#else
+    return false;
+#endif
+  }
+  /// Refuses strided Views: a collective takes one buffer.
   template <class View>
-  void check_transferable(const View& v, const char* call) const {
+  static void check_contiguous(const View& v, const char* call) {
     if (!v.span_is_contiguous())
       throw Error(std::string("kcnn::parallel::") + call + ": the View '" + v.label() +
                   "' is not contiguous (a strided subview); pass a contiguous View");
-    if constexpr (!Impl::host_accessible<typename View::memory_space>) {
-      if (size_ > 1 && !Impl::mpi_is_cuda_aware())
+  }
+  /// Refuses device memory for an MPI that cannot read it (kcnn does not stage it).
+  template <class MemorySpace, class View>
+  static void check_mpi_reads(const View& v, const char* call) {
+    if constexpr (!Impl::host_accessible<MemorySpace>) {
+      if (!Impl::mpi_is_cuda_aware())
         throw Error(std::string("kcnn::parallel::") + call + ": the View '" + v.label() +
-                    "' is in device memory (" + View::memory_space::name() +
-                    ") and this MPI is not CUDA-aware; use a CUDA-aware MPI, or host "
-                    "memory");
+                    "' is in device memory (" + MemorySpace::name() +
+                    ") and this MPI is not CUDA-aware; build with NCCL (KCNN_ENABLE_NCCL), "
+                    "use a CUDA-aware MPI, or host memory");
     }
   }
   /// MPI counts are int.
@@ -263,6 +327,10 @@ class Communicator {
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+#if defined(KCNN_ENABLE_NCCL)
+  /// Device-memory collectives; made on first use, destroyed before comm_ is freed.
+  std::unique_ptr<Impl::NcclComm> nccl_ = std::make_unique<Impl::NcclComm>();
+#endif
 };
 
 }  // namespace kcnn::parallel

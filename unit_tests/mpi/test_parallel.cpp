@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 // kcnn::parallel under MPI: run by mpiexec with 1, 2 and 3 ranks (CTest: mpi_parallel_*).
+// The Views are in the default execution space's memory: in a CUDA build with NCCL
+// (KCNN_ENABLE_NCCL) device memory, so the same tests check the NCCL path.
 // Every rank runs every test; a test passes where it passes on every rank (the exit
 // code is the same on all of them). Ranks other than 0 print only their failures.
 //
@@ -29,25 +31,7 @@ constexpr double unit_roundoff() {
   return std::numeric_limits<T>::epsilon() / 2;
 }
 
-/// A View of n elements holding `values` rounded to T.
-template <class T, class View = Kokkos::View<T*, Space::memory_space>>
-View filled(const std::string& label, const std::vector<double>& values) {
-  View v(label, values.size());
-  auto h = Kokkos::create_mirror_view(v);
-  for (std::size_t i = 0; i < values.size(); ++i)
-    h(i) = static_cast<T>(values[i]);
-  Kokkos::deep_copy(v, h);
-  return v;
-}
-
-template <class View>
-std::vector<double> to_host(const View& v) {
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
-  std::vector<double> out(v.span());
-  for (std::size_t i = 0; i < out.size(); ++i)
-    out[i] = static_cast<double>(h.data()[i]);
-  return out;
-}
+using kcnn_test::to_host;
 
 /// Rank 0's copy of `values`: checks that every rank holds the same result.
 std::vector<double> rank0_copy(const kcnn::parallel::Communicator& comm,
@@ -78,7 +62,7 @@ TYPED_TEST(MpiAllreduce, MeanOfRandomDataMatchesTheSerialSum) {
         e = static_cast<double>(static_cast<T>(e));
       return v;
     };
-    auto grads = filled<T>("grads", rounded(comm.rank()));
+    auto grads = kcnn_test::make_vector<T, Space>("grads", rounded(comm.rank()));
     comm.allreduce_mean(Space(), grads);
     Space().fence();
     const auto got = to_host(grads);
@@ -107,15 +91,15 @@ TYPED_TEST(MpiAllreduce, StartedRequestsMatchTheBlockingCall) {
   const auto b_values = random_values(64, 3000 + comm.rank());
   Kokkos::View<T****, Kokkos::LayoutLeft, Space::memory_space> a("a", 3, 5, 7, 11), a_blocking;
   {
-    auto flat = filled<T>("a_flat", a_values);
+    auto flat = kcnn_test::make_vector<T, Space>("a_flat", a_values);
     Kokkos::deep_copy(Kokkos::View<T*, Space::memory_space>(a.data(), a.span()), flat);
   }
   a_blocking =
       Kokkos::View<T****, Kokkos::LayoutLeft, Space::memory_space>("a_blocking", 3, 5, 7, 11);
   Kokkos::deep_copy(a_blocking, a);
-  auto b_full = filled<T>("b", b_values);
+  auto b_full = kcnn_test::make_vector<T, Space>("b", b_values);
   auto b = Kokkos::subview(b_full, std::make_pair(8, 40));  // contiguous
-  auto b_blocking = filled<T>("b_blocking", b_values);
+  auto b_blocking = kcnn_test::make_vector<T, Space>("b_blocking", b_values);
 
   std::vector<kcnn::parallel::Request> requests;
   requests.push_back(comm.start_allreduce_mean(Space(), a));
@@ -149,7 +133,7 @@ TYPED_TEST(MpiAllreduce, OneRankLeavesTheValues) {
     EXPECT_EQ(comm.size(), 1);
     EXPECT_EQ(comm.rank(), 0);
     const auto values = random_values(101, 4000 + world_rank);
-    auto grads = filled<T>("grads", values);
+    auto grads = kcnn_test::make_vector<T, Space>("grads", values);
     const auto before = to_host(grads);
     comm.allreduce_mean(Space(), grads);
     EXPECT_EQ(to_host(grads), before);
@@ -157,12 +141,49 @@ TYPED_TEST(MpiAllreduce, OneRankLeavesTheValues) {
   MPI_Comm_free(&alone);
 }
 
+#if defined(KCNN_ENABLE_NCCL)
+// NCCL builds: device memory goes through NCCL, which also averages 16-bit Views. Bound
+// as for float, with the unit roundoff of the type (2^-11 half, 2^-8 bfloat16), and
+// the inputs rounded to the type.
+template <class T>
+class NcclAllreduce16 : public ::testing::Test {};
+using SixteenBit = ::testing::Types<Kokkos::Experimental::half_t, kcnn::bfloat16>;
+TYPED_TEST_SUITE(NcclAllreduce16, SixteenBit);
+
+TYPED_TEST(NcclAllreduce16, MeanOfRandomDataMatchesTheSerialSum) {
+  using T = TypeParam;
+  kcnn::parallel::Communicator comm;
+  const int R = comm.size();
+  const std::size_t n = 4099;
+  auto rounded = [&](int rank) {
+    auto v = random_values(n, 8000 + unsigned(rank));
+    for (auto& e : v)
+      e = static_cast<double>(static_cast<float>(static_cast<T>(e)));
+    return v;
+  };
+  auto grads = kcnn_test::make_vector<T, Space>("grads", rounded(comm.rank()));
+  comm.allreduce_mean(Space(), grads);
+  const auto got = to_host(grads);
+  const double u = std::is_same_v<T, kcnn::bfloat16> ? 0x1p-8 : 0x1p-11;
+  std::vector<double> sum(n, 0.0), abs_sum(n, 0.0);
+  for (int r = 0; r < R; ++r) {
+    const auto v = rounded(r);
+    for (std::size_t i = 0; i < n; ++i)
+      sum[i] += v[i], abs_sum[i] += std::abs(v[i]);
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    ASSERT_NEAR(got[i], sum[i] / R, 1.01 * ((R - 1) * u * abs_sum[i] + u * std::abs(sum[i])) / R)
+        << "element " << i;
+  EXPECT_EQ(got, rank0_copy(comm, got)) << "the ranks hold different results";
+}
+#endif
+
 TEST(MpiBroadcast, RootValuesReachEveryRank) {
   kcnn::parallel::Communicator comm;
   for (const int root : {0, comm.size() - 1}) {
     auto mine = random_values(1001, 5000 + comm.rank());
     auto rootss = random_values(1001, 5000 + root);
-    auto v = filled<float>("weights", mine);
+    auto v = kcnn_test::make_vector<float, Space>("weights", mine);
     comm.broadcast(Space(), v, root);
     const auto got = to_host(v);
     for (std::size_t i = 0; i < got.size(); ++i)
@@ -183,7 +204,7 @@ TEST(MpiErrors, RefusedBeforeAnythingMoves) {
   auto values = random_values(40, 6000 + comm.rank());
   Kokkos::View<float**, Kokkos::LayoutRight, Space::memory_space> m("m", 5, 8);
   {
-    auto flat = filled<float>("flat", values);
+    auto flat = kcnn_test::make_vector<float, Space>("flat", values);
     Kokkos::deep_copy(Kokkos::View<float*, Space::memory_space>(m.data(), m.span()), flat);
   }
   const auto before = to_host(m);
