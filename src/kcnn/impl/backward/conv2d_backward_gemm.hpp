@@ -211,8 +211,11 @@ void conv2d_backward_data_gemm(const ExecSpace& space, const DYView& dy, const W
   }
 }
 
-/// dbias(m) = sum over (n, p, q) of dy: one team per output channel, a team reduction
-/// over its N*P*Q values (deterministic for a given team size).
+/// dbias(m) = sum over (n, p, q) of dy: one team per output channel; its threads take
+/// rows (n, p), their vector lanes the row's q (one index division per row, the lanes
+/// reading a row together), a team reduction of the rows' sums (deterministic for a
+/// given team size). One thread an element with its own index divisions took 1.52 ms
+/// a call for LeNet C1's dy at N = 64 (4 channels of 409,600 values, H200, session 47).
 template <Layout L, class ExecSpace, class T>
 struct BiasGradient {
   using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
@@ -225,11 +228,15 @@ struct BiasGradient {
     const std::int64_t m = team.league_rank();
     Acc sum = 0;
     Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, N * P * Q),
-        [&](const std::int64_t t, Acc& acc) {
-          const std::int64_t q = t % Q, rest = t / Q;
-          const std::int64_t p = rest % P, n = rest / P;
-          acc += to_compute(at<L>(dy, n, m, p, q));
+        Kokkos::TeamThreadRange(team, N * P),
+        [&](const std::int64_t row, Acc& acc) {
+          const std::int64_t n = row / P, p = row % P;
+          Acc row_sum = 0;
+          Kokkos::parallel_reduce(
+              Kokkos::ThreadVectorRange(team, Q),
+              [&](const std::int64_t q, Acc& lane) { lane += to_compute(at<L>(dy, n, m, p, q)); },
+              row_sum);
+          acc += row_sum;
         },
         sum);
     Kokkos::single(Kokkos::PerTeam(team), [&] { dbias(m) = from_compute<T>(sum); });
@@ -283,8 +290,9 @@ void conv2d_bias_gradient(const ExecSpace& space, const DYView& dy, const DBView
         HostBiasGradient<L, ExecSpace, T>{dy, dbias, logical_strides<L>(dy), pb.N, pb.P, pb.Q});
   } else {
     using Policy = Kokkos::TeamPolicy<ExecSpace>;
+    // 256 threads: 8 rows at a time, 32 lanes each.
     Kokkos::parallel_for("kcnn::conv2d_backward::bias_gradient",
-                         Policy(space, static_cast<int>(pb.M), Kokkos::AUTO),
+                         Policy(space, static_cast<int>(pb.M), 8, 32),
                          BiasGradient<L, ExecSpace, T>{dy, dbias, pb.N, pb.P, pb.Q});
   }
 }
