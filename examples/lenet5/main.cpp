@@ -221,6 +221,22 @@ struct LossAndCorrect {
 /// Softmax cross-entropy of the logits against the labels of images order[first + b]:
 /// the summed loss and the number of correct argmax predictions (evaluation and
 /// inference; training steps use softmax_cross_entropy_step).
+/// One sample's softmax over its logits: the largest logit and its class, the sum of
+/// exp(logit - largest), and the cross-entropy loss for `label`.
+struct SampleSoftmax {
+  float top, sum, loss;
+  int best;
+};
+KOKKOS_INLINE_FUNCTION SampleSoftmax sample_softmax(const Matrix& logits, int b, int label) {
+  SampleSoftmax s{logits(b, 0), 0.f, 0.f, 0};
+  for (int k = 1; k < kClasses; ++k)
+    if (logits(b, k) > s.top) s.top = logits(b, k), s.best = k;
+  for (int k = 0; k < kClasses; ++k)
+    s.sum += device_math::exp(logits(b, k) - s.top);
+  s.loss = device_math::log(s.sum) + s.top - logits(b, label);
+  return s;
+}
+
 LossAndCorrect softmax_cross_entropy(const Matrix& logits,
                                      const Kokkos::View<const std::uint8_t*, Memory>& labels,
                                      const Kokkos::View<const int*, Memory>& order, int first) {
@@ -230,15 +246,9 @@ LossAndCorrect softmax_cross_entropy(const Matrix& logits,
       "lenet5::softmax_cross_entropy", Kokkos::RangePolicy<Space>(0, batch),
       KOKKOS_LAMBDA(const int b, double& loss_sum, int& correct_sum) {
         const int label = labels(order(first + b));
-        float top = logits(b, 0);
-        int best = 0;
-        for (int k = 1; k < kClasses; ++k)
-          if (logits(b, k) > top) top = logits(b, k), best = k;
-        float sum = 0;
-        for (int k = 0; k < kClasses; ++k)
-          sum += device_math::exp(logits(b, k) - top);
-        loss_sum += double(device_math::log(sum) + top - logits(b, label));
-        correct_sum += best == label ? 1 : 0;
+        const SampleSoftmax s = sample_softmax(logits, b, label);
+        loss_sum += double(s.loss);
+        correct_sum += s.best == label ? 1 : 0;
       },
       r.loss, r.correct);
   return r;
@@ -283,18 +293,13 @@ void softmax_cross_entropy_step(const Matrix& logits,
       "lenet5::softmax_cross_entropy_step", Kokkos::RangePolicy<Space>(0, batch),
       KOKKOS_LAMBDA(const int b) {
         const int label = labels(order(first + b));
-        float top = logits(b, 0);
-        int best = 0;
-        for (int k = 1; k < kClasses; ++k)
-          if (logits(b, k) > top) top = logits(b, k), best = k;
-        float sum = 0;
+        const SampleSoftmax s = sample_softmax(logits, b, label);
+        sample_loss(at + b) = s.loss;
+        sample_correct(at + b) = s.best == label ? 1 : 0;
         for (int k = 0; k < kClasses; ++k)
-          sum += device_math::exp(logits(b, k) - top);
-        sample_loss(at + b) = device_math::log(sum) + top - logits(b, label);
-        sample_correct(at + b) = best == label ? 1 : 0;
-        for (int k = 0; k < kClasses; ++k)
-          dlogits(b, k) = (device_math::exp(logits(b, k) - top) / sum - (k == label ? 1.f : 0.f)) /
-                          float(batch);
+          dlogits(b, k) =
+              (device_math::exp(logits(b, k) - s.top) / s.sum - (k == label ? 1.f : 0.f)) /
+              float(batch);
       });
 }
 

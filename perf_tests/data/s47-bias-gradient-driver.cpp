@@ -41,12 +41,14 @@ struct OldBiasGradient {
 template <Layout L>
 void run(int N, int M, int P, int Q) {
   const bool nchw = L == Layout::NCHW;
-  Kokkos::View<float****, Kokkos::LayoutRight> dy("dy", N, nchw ? M : P, nchw ? P : Q, nchw ? Q : M);
+  Kokkos::View<float****, Kokkos::LayoutRight> dy("dy", N, nchw ? M : P, nchw ? P : Q,
+                                                  nchw ? Q : M);
   Kokkos::View<float*> db("db", M);
   auto h = Kokkos::create_mirror_view(dy);
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> d(-1, 1);
-  for (std::size_t i = 0; i < h.span(); ++i) h.data()[i] = d(rng);
+  for (std::size_t i = 0; i < h.span(); ++i)
+    h.data()[i] = d(rng);
   Kokkos::deep_copy(dy, h);
   std::vector<double> ref(M, 0.0), mag(M, 0.0);
   for (int n = 0; n < N; ++n)
@@ -70,7 +72,8 @@ void run(int N, int M, int P, int Q) {
     std::sort(t.begin(), t.end());
     auto hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), db);
     double err = 0;
-    for (int m = 0; m < M; ++m) err = std::max(err, std::abs(hb(m) - ref[m]) / mag[m]);
+    for (int m = 0; m < M; ++m)
+      err = std::max(err, std::abs(hb(m) - ref[m]) / mag[m]);
     std::printf("  %.4f ms, max |err| / sum|dy| %.2e\n", t[10] * 1e3, err);
   };
   std::printf("%s N=%d M=%d %dx%d old:", nchw ? "NCHW" : "NHWC", N, M, P, Q);

@@ -65,10 +65,10 @@ void end_kernel(std::uint64_t id) {
 }
 void print(const char* title, const std::map<std::string, Stat>& stats, bool bytes) {
   std::vector<std::pair<std::string, Stat>> rows(stats.begin(), stats.end());
-  std::sort(rows.begin(), rows.end(),
-            [](auto& a, auto& b) { return a.second.seconds > b.second.seconds ||
-                                          (a.second.seconds == b.second.seconds &&
-                                           a.second.count > b.second.count); });
+  std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) {
+    return a.second.seconds > b.second.seconds ||
+           (a.second.seconds == b.second.seconds && a.second.count > b.second.count);
+  });
   std::fprintf(stderr, "== %s\n", title);
   for (auto& [name, s] : rows)
     if (bytes)
@@ -97,15 +97,21 @@ void kokkosp_finalize_library() {
 void kokkosp_begin_parallel_for(const char* n, const std::uint32_t, std::uint64_t* id) {
   begin_kernel("for", n, id);
 }
-void kokkosp_end_parallel_for(const std::uint64_t id) { end_kernel(id); }
+void kokkosp_end_parallel_for(const std::uint64_t id) {
+  end_kernel(id);
+}
 void kokkosp_begin_parallel_reduce(const char* n, const std::uint32_t, std::uint64_t* id) {
   begin_kernel("reduce", n, id);
 }
-void kokkosp_end_parallel_reduce(const std::uint64_t id) { end_kernel(id); }
+void kokkosp_end_parallel_reduce(const std::uint64_t id) {
+  end_kernel(id);
+}
 void kokkosp_begin_parallel_scan(const char* n, const std::uint32_t, std::uint64_t* id) {
   begin_kernel("scan", n, id);
 }
-void kokkosp_end_parallel_scan(const std::uint64_t id) { end_kernel(id); }
+void kokkosp_end_parallel_scan(const std::uint64_t id) {
+  end_kernel(id);
+}
 void kokkosp_push_profile_region(const char* n) {
   sync();
   std::lock_guard<std::mutex> lock(mutex);
